@@ -1,0 +1,119 @@
+// Typed op attributes, stored type-erased. Each op has one attribute struct (DESIGN.md
+// principle 10) that lists its fields once in a static `visit`; printing, equality and hashing
+// (and the IR parser, later) are derived from that list instead of being written per op.
+//
+//   struct ReduceAttrs {
+//     Shape dims; bool keepdim = false;
+//     bool operator==(const ReduceAttrs&) const = default;
+//     template <class S, class V> static void visit(S& s, V&& v) {
+//       v("dims", s.dims); v("keepdim", s.keepdim);
+//     }
+//   };
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "kiln/runtime/device.h"
+#include "kiln/runtime/dtype.h"
+#include "kiln/runtime/scalar.h"
+#include "kiln/runtime/shape.h"
+
+namespace kiln {
+
+struct NoAttrs {
+  bool operator==(const NoAttrs&) const = default;
+  template <class S, class V>
+  static void visit(S&, V&&) {}
+};
+
+struct AttrVTable {
+  void* (*clone)(const void*);
+  void (*destroy)(void*);
+  bool (*equal)(const void*, const void*);
+  size_t (*hash)(const void*);
+  std::string (*print)(const void*);
+};
+
+namespace detail {
+
+inline void hash_combine(size_t& seed, size_t h) {
+  seed ^= h + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2);
+}
+
+template <class T>
+size_t hash_field(const T& v) {
+  if constexpr (std::is_same_v<T, Scalar>) {
+    return std::hash<double>()(v.to_double()) ^ static_cast<size_t>(v.kind());
+  } else if constexpr (std::is_same_v<T, Shape>) {
+    size_t h = v.size();
+    for (int64_t x : v) hash_combine(h, std::hash<int64_t>()(x));
+    return h;
+  } else if constexpr (std::is_same_v<T, Device>) {
+    return static_cast<size_t>(v.type) * 131 + static_cast<size_t>(v.index);
+  } else if constexpr (std::is_enum_v<T>) {
+    return static_cast<size_t>(v);
+  } else if constexpr (requires { v.has_value(); }) {
+    return v.has_value() ? hash_field(*v) + 1 : 0;
+  } else {
+    return std::hash<T>()(v);
+  }
+}
+
+template <class T>
+std::string format_field(const T& v) {
+  if constexpr (std::is_same_v<T, Shape>) {
+    return shape_str(v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return fmt::format("\"{}\"", v);
+  } else if constexpr (requires { v.has_value(); }) {
+    return v.has_value() ? format_field(*v) : "none";
+  } else {
+    return fmt::format("{}", v);
+  }
+}
+
+template <class A>
+const AttrVTable* make_attr_vtable() {
+  static const AttrVTable vt{
+      [](const void* p) -> void* { return new A(*static_cast<const A*>(p)); },
+      [](void* p) { delete static_cast<A*>(p); },
+      [](const void* a, const void* b) {
+        return *static_cast<const A*>(a) == *static_cast<const A*>(b);
+      },
+      [](const void* p) {
+        size_t h = 0;
+        A::visit(*static_cast<const A*>(p),
+                 [&](const char*, const auto& f) { hash_combine(h, hash_field(f)); });
+        return h;
+      },
+      [](const void* p) {
+        std::string s;
+        A::visit(*static_cast<const A*>(p), [&](const char* name, const auto& f) {
+          if (!s.empty()) s += ", ";
+          s += name;
+          s += "=";
+          s += format_field(f);
+        });
+        return s;
+      },
+  };
+  return &vt;
+}
+
+}  // namespace detail
+
+template <class A>
+const AttrVTable* attr_vtable() {
+  static const AttrVTable* vt = detail::make_attr_vtable<A>();
+  return vt;
+}
+
+}  // namespace kiln

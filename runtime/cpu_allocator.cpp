@@ -1,0 +1,125 @@
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "kiln/runtime/allocator.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln {
+namespace {
+
+// Blocks below this size come from malloc's own free lists, which are already fast; above it
+// glibc maps fresh pages on every allocation, and those are what the cache keeps.
+constexpr size_t kCacheMinBytes = size_t{256} << 10;
+constexpr size_t kPageBytes = size_t{4} << 10;
+// A cached block serves a request when it is at most this much larger (in eighths), so that
+// small tensors do not pin huge blocks.
+constexpr size_t kReuseSlackEighths = 10;
+constexpr size_t kMaxCachedBytes = size_t{4} << 30;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+class CachingCpuAllocator final : public Allocator {
+ public:
+  ~CachingCpuAllocator() override { empty_cache(); }
+
+  void* allocate(size_t nbytes) override {
+    size_t size = rounded(nbytes);
+    if (size >= kCacheMinBytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_blocks_.lower_bound(size);
+      if (it != free_blocks_.end() && it->first * 8 <= size * kReuseSlackEighths) {
+        void* ptr = it->second;
+        stats_.cached_bytes -= static_cast<int64_t>(it->first);
+        block_size_[ptr] = it->first;
+        free_blocks_.erase(it);
+        stats_.cache_hits++;
+        note_allocated(static_cast<int64_t>(size));
+        return ptr;
+      }
+      stats_.cache_misses++;
+    }
+    void* ptr = std::aligned_alloc(kCpuAlignment, size);
+    if (ptr == nullptr) {
+      // The cache may be what is holding the memory: give it back and try once more.
+      empty_cache();
+      ptr = std::aligned_alloc(kCpuAlignment, size);
+    }
+    KILN_CHECK(ptr != nullptr, "cpu allocator: out of memory allocating {} bytes", nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (size >= kCacheMinBytes) block_size_[ptr] = size;
+    note_allocated(static_cast<int64_t>(size));
+    return ptr;
+  }
+
+  void deallocate(void* ptr, size_t nbytes) override {
+    if (ptr == nullptr) return;
+    size_t size = rounded(nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.allocated_bytes -= static_cast<int64_t>(size);
+    if (size >= kCacheMinBytes) {
+      auto it = block_size_.find(ptr);
+      size_t block = it != block_size_.end() ? it->second : size;
+      if (it != block_size_.end()) block_size_.erase(it);
+      if (static_cast<size_t>(stats_.cached_bytes) + block <= kMaxCachedBytes) {
+        free_blocks_.emplace(block, ptr);
+        stats_.cached_bytes += static_cast<int64_t>(block);
+        return;
+      }
+    }
+    std::free(ptr);
+  }
+
+  Device device() const override { return kCPU; }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, ptr] : free_blocks_) std::free(ptr);
+    free_blocks_.clear();
+    stats_.cached_bytes = 0;
+  }
+
+  CachingAllocatorStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  }
+
+ private:
+  static size_t rounded(size_t nbytes) {
+    // aligned_alloc wants a multiple of the alignment; zero-byte tensors still get a valid,
+    // unique pointer.
+    size_t n = round_up(nbytes == 0 ? 1 : nbytes, kCpuAlignment);
+    return n >= kCacheMinBytes ? round_up(n, kPageBytes) : n;
+  }
+  void note_allocated(int64_t size) {
+    stats_.allocated_bytes += size;
+    if (stats_.allocated_bytes > stats_.peak_allocated_bytes) {
+      stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    }
+  }
+
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_blocks_;
+  std::map<void*, size_t> block_size_;  // real size of each large block handed out
+  CachingAllocatorStats stats_;
+};
+
+CachingCpuAllocator& instance() {
+  // Leaked on purpose: tensors held by static objects may be freed after any static
+  // destructor would have run.
+  static auto* allocator = new CachingCpuAllocator();
+  return *allocator;
+}
+
+}  // namespace
+
+Allocator* cpu_allocator() { return &instance(); }
+CachingAllocatorStats cpu_allocator_stats() { return instance().stats(); }
+void cpu_allocator_reset_peak() { instance().reset_peak(); }
+void cpu_empty_cache() { instance().empty_cache(); }
+
+}  // namespace kiln

@@ -1,0 +1,160 @@
+#include "kiln/runtime/dispatcher.h"
+
+#include "kiln/runtime/autograd/autograd_meta.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln {
+
+std::string_view dispatch_key_name(DispatchKey k) {
+  switch (k) {
+    case DispatchKey::Meta:
+      return "Meta";
+    case DispatchKey::CUDA:
+      return "CUDA";
+    case DispatchKey::CPU:
+      return "CPU";
+    case DispatchKey::Autograd:
+      return "Autograd";
+    case DispatchKey::Tracer:
+      return "Tracer";
+  }
+  return "?";
+}
+
+LocalDispatchKeySet& local_dispatch_keys() {
+  thread_local LocalDispatchKeySet keys;
+  return keys;
+}
+
+ExcludeDispatchKeysGuard::ExcludeDispatchKeysGuard(DispatchKeySet keys)
+    : saved_(local_dispatch_keys().excluded) {
+  local_dispatch_keys().excluded = saved_ | keys;
+}
+ExcludeDispatchKeysGuard::~ExcludeDispatchKeysGuard() { local_dispatch_keys().excluded = saved_; }
+
+IncludeDispatchKeysGuard::IncludeDispatchKeysGuard(DispatchKeySet keys)
+    : saved_(local_dispatch_keys().included) {
+  local_dispatch_keys().included = saved_ | keys;
+}
+IncludeDispatchKeysGuard::~IncludeDispatchKeysGuard() { local_dispatch_keys().included = saved_; }
+
+namespace {
+
+DispatchKey backend_key(Device d) {
+  switch (d.type) {
+    case DeviceType::CPU:
+      return DispatchKey::CPU;
+    case DeviceType::CUDA:
+      return DispatchKey::CUDA;
+    case DeviceType::Meta:
+      return DispatchKey::Meta;
+  }
+  return DispatchKey::CPU;
+}
+
+}  // namespace
+
+Tensor empty_tensor(const Shape& sizes, DType dtype, Device device) {
+  for (int64_t s : sizes) {
+    KILN_CHECK(s >= 0, "empty: negative dimension in size {}", shape_str(sizes));
+  }
+  size_t nbytes = static_cast<size_t>(shape_numel(sizes)) * element_size(dtype);
+  return Tensor(std::make_shared<TensorImpl>(make_storage(nbytes, device), dtype, sizes,
+                                             contiguous_strides(sizes), 0));
+}
+
+DispatchKeySet call_key_set(const OpDef& op, std::span<const Tensor> inputs, const void* attrs) {
+  Device device;
+  bool requires_grad = false;
+  if (inputs.empty()) {
+    KILN_CHECK(op.attr_device != nullptr, "{}: called without tensor inputs", op.name);
+    device = op.attr_device(attrs);
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const TensorImpl* t = inputs[i].impl();
+      KILN_CHECK(t != nullptr, "{}: input {} is an undefined tensor", op.name, i);
+      if (i == 0) {
+        device = t->device();
+      } else {
+        KILN_CHECK(t->device() == device,
+                   "{}: expected all tensors to be on the same device, but found {} (input 0) "
+                   "and {} (input {})",
+                   op.name, device, t->device(), i);
+      }
+      const autograd::AutogradMeta* meta = t->autograd_meta();
+      requires_grad = requires_grad || (meta != nullptr && meta->requires_grad);
+    }
+  }
+  DispatchKeySet keys(backend_key(device));
+  if (requires_grad) keys = keys.add(DispatchKey::Autograd);
+  return keys;
+}
+
+std::vector<Tensor> call_op(const OpDef& op, std::span<const Tensor> inputs, const void* attrs) {
+  const LocalDispatchKeySet& local = local_dispatch_keys();
+  DispatchKeySet keys = (call_key_set(op, inputs, attrs) | local.included).remove(local.excluded);
+  for (int k = kNumDispatchKeys - 1; k >= 0; --k) {
+    auto key = static_cast<DispatchKey>(k);
+    if (!keys.has(key)) continue;
+    if (BoxedKernel kernel = op.boxed[k]) return kernel(op, inputs, attrs);
+    if (key == DispatchKey::Meta || key == DispatchKey::CPU || key == DispatchKey::CUDA) {
+      return run_backend(op, key, inputs, attrs);
+    }
+    // A wrapper key with no kernel for this op falls through to the next key.
+  }
+  KILN_ERROR("{}: no kernel to dispatch to (every key of the call is excluded)", op.name);
+}
+
+std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
+                                std::span<const Tensor> inputs, const void* attrs) {
+  // Most ops have at most a few inputs: keep their MetaRefs on the stack.
+  constexpr size_t kInline = 4;
+  MetaRef inline_metas[kInline];
+  std::vector<MetaRef> heap_metas;
+  std::span<MetaRef> metas;
+  if (inputs.size() <= kInline) {
+    metas = std::span<MetaRef>(inline_metas, inputs.size());
+  } else {
+    heap_metas.resize(inputs.size());
+    metas = heap_metas;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) metas[i] = MetaRef::of(inputs[i]);
+
+  std::vector<OutputGeometry> geoms = op.shape(op, metas, attrs);
+  Device device = inputs.empty() ? op.attr_device(attrs) : inputs[0].device();
+  std::vector<Tensor> outputs;
+  outputs.reserve(geoms.size());
+  for (size_t i = 0; i < geoms.size(); ++i) {
+    DType dtype = op.dtype(op, metas, attrs, i);
+    OutputGeometry& g = geoms[i];
+    if (op.has(kView)) {
+      const TensorImpl* base = inputs[0].impl();
+      outputs.emplace_back(std::make_shared<TensorImpl>(base->storage(), dtype, std::move(g.sizes),
+                                                        std::move(g.strides), g.storage_offset));
+    } else if (op.has(kInPlace) && i == 0) {
+      KILN_CHECK(g.sizes == inputs[0].sizes(),
+                 "{}: the result of shape {} does not fit the in-place output of shape {}",
+                 op.name, shape_str(g.sizes), shape_str(inputs[0].sizes()));
+      KILN_CHECK(dtype == inputs[0].dtype(),
+                 "{}: result type {} can't be cast to the in-place output of dtype {}", op.name,
+                 dtype, inputs[0].dtype());
+      outputs.push_back(inputs[0]);
+    } else {
+      outputs.push_back(empty_tensor(g.sizes, dtype, device));
+    }
+  }
+  if (!op.has(kView) && backend != DispatchKey::Meta) {
+    ComputeKernel kernel = op.compute[static_cast<int>(backend)];
+    KILN_CHECK(kernel != nullptr, "{}: no {} kernel (the op has no implementation on {})", op.name,
+               dispatch_key_name(backend), device);
+    // A kernel may call other ops (a cast, a contiguous copy). Those are part of this op's
+    // implementation, not calls the tracer or autograd should see.
+    ExcludeDispatchKeysGuard inner(
+        DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+    kernel(op, outputs, inputs, attrs);
+  }
+  if (op.has(kInPlace)) inputs[0].impl()->bump_version();
+  return outputs;
+}
+
+}  // namespace kiln

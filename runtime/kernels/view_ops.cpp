@@ -1,0 +1,245 @@
+// View ops: outputs share input 0's storage; each shape rule computes the view's sizes,
+// strides and storage offset, so the same rule serves CPU, CUDA and Meta tensors alike.
+#include <algorithm>
+
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/op_rules.h"
+#include "kiln/runtime/kernels/view_attrs.h"
+#include "kiln/runtime/op_table.h"
+
+namespace kiln {
+
+Shape infer_size(std::string_view op, ShapeRef requested, int64_t numel) {
+  Shape out(requested.begin(), requested.end());
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      KILN_CHECK(infer_at < 0, "{}: only one dimension can be inferred in size {}", op,
+                 shape_str(requested));
+      infer_at = static_cast<int>(i);
+    } else {
+      KILN_CHECK(out[i] >= 0, "{}: invalid size {} in {}", op, out[i], shape_str(requested));
+      known *= out[i];
+    }
+  }
+  if (infer_at >= 0) {
+    KILN_CHECK(known != 0 && numel % known == 0,
+               "{}: shape {} is invalid for input of size {}", op, shape_str(requested), numel);
+    out[static_cast<size_t>(infer_at)] = numel / known;
+  } else {
+    KILN_CHECK(known == numel, "{}: shape {} is invalid for input of size {}", op,
+               shape_str(requested), numel);
+  }
+  return out;
+}
+
+std::optional<Shape> view_strides(ShapeRef sizes, ShapeRef strides, ShapeRef new_sizes) {
+  Shape out(new_sizes.size());
+  if (sizes.empty() || shape_numel(sizes) == 0) return contiguous_strides(new_sizes);
+  // Walk old dims from the innermost, grouping those that are contiguous with each other into
+  // "chunks"; each chunk must be covered exactly by a run of new dims.
+  auto view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (auto d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel *= sizes[d];
+    bool chunk_ends = d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride);
+    if (chunk_ends) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+namespace {
+
+template <class A>
+const A& attrs_of(const void* p) {
+  return *static_cast<const A*>(p);
+}
+
+OutputGeometry geometry(const MetaRef& x) {
+  return {Shape(x.sizes.begin(), x.sizes.end()), Shape(x.strides.begin(), x.strides.end()),
+          x.storage_offset};
+}
+
+std::vector<OutputGeometry> view_shape(const OpDef& op, std::span<const MetaRef> in,
+                                       const void* attrs) {
+  const MetaRef& x = in[0];
+  Shape sizes = infer_size(op.name, attrs_of<SizeAttrs>(attrs).size, shape_numel(x.sizes));
+  std::optional<Shape> strides = view_strides(x.sizes, x.strides, sizes);
+  KILN_CHECK(strides.has_value(),
+             "{}: size {} is not compatible with the input's size {} and stride {} (at least one "
+             "dimension spans across two contiguous subspaces). Use reshape() instead.",
+             op.name, shape_str(sizes), shape_str(x.sizes), shape_str(x.strides));
+  return {OutputGeometry{std::move(sizes), std::move(*strides), x.storage_offset}};
+}
+
+std::vector<OutputGeometry> expand_shape(const OpDef& op, std::span<const MetaRef> in,
+                                         const void* attrs) {
+  const MetaRef& x = in[0];
+  const Shape& req = attrs_of<SizeAttrs>(attrs).size;
+  KILN_CHECK(req.size() >= x.sizes.size(),
+             "{}: the number of sizes provided ({}) must be greater or equal to the number of "
+             "dimensions in the tensor ({}); size {} vs tensor shape {}",
+             op.name, req.size(), x.sizes.size(), shape_str(req), shape_str(x.sizes));
+  size_t lead = req.size() - x.sizes.size();
+  OutputGeometry g{Shape(req.size()), Shape(req.size()), x.storage_offset};
+  for (size_t i = 0; i < req.size(); ++i) {
+    if (i < lead) {
+      KILN_CHECK(req[i] >= 0, "{}: size {} is invalid for a new leading dimension ({})", op.name,
+                 req[i], shape_str(req));
+      g.sizes[i] = req[i];
+      g.strides[i] = 0;
+      continue;
+    }
+    int64_t have = x.sizes[i - lead];
+    int64_t want = req[i] == -1 ? have : req[i];
+    KILN_CHECK(have == want || have == 1,
+               "{}: the expanded size of the tensor ({}) must match the existing size ({}) at "
+               "non-singleton dimension {}. Target sizes: {}. Tensor sizes: {}",
+               op.name, want, have, i, shape_str(req), shape_str(x.sizes));
+    g.sizes[i] = want;
+    g.strides[i] = have == want ? x.strides[i - lead] : 0;
+  }
+  return {std::move(g)};
+}
+
+std::vector<OutputGeometry> transpose_shape(const OpDef& op, std::span<const MetaRef> in,
+                                            const void* attrs) {
+  const auto& a = attrs_of<TransposeAttrs>(attrs);
+  OutputGeometry g = geometry(in[0]);
+  auto nd = static_cast<int64_t>(g.sizes.size());
+  int64_t d0 = wrap_dim(op.name, a.dim0, nd), d1 = wrap_dim(op.name, a.dim1, nd);
+  if (nd > 0) {
+    std::swap(g.sizes[d0], g.sizes[d1]);
+    std::swap(g.strides[d0], g.strides[d1]);
+  }
+  return {std::move(g)};
+}
+
+std::vector<OutputGeometry> permute_shape(const OpDef& op, std::span<const MetaRef> in,
+                                          const void* attrs) {
+  const Shape& dims = attrs_of<DimsAttrs>(attrs).dims;
+  const MetaRef& x = in[0];
+  auto nd = static_cast<int64_t>(x.sizes.size());
+  KILN_CHECK(static_cast<int64_t>(dims.size()) == nd,
+             "{}: number of dims {} doesn't match the tensor's {} dims (dims {}, shape {})",
+             op.name, dims.size(), nd, shape_str(dims), shape_str(x.sizes));
+  OutputGeometry g{Shape(dims.size()), Shape(dims.size()), x.storage_offset};
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim(op.name, dims[i], nd);
+    KILN_CHECK(!seen[d], "{}: dim {} repeats in dims {}", op.name, d, shape_str(dims));
+    seen[d] = true;
+    g.sizes[i] = x.sizes[d];
+    g.strides[i] = x.strides[d];
+  }
+  return {std::move(g)};
+}
+
+std::vector<OutputGeometry> squeeze_shape(const OpDef& op, std::span<const MetaRef> in,
+                                          const void* attrs) {
+  const Shape& dims = attrs_of<DimsAttrs>(attrs).dims;
+  const MetaRef& x = in[0];
+  auto nd = static_cast<int64_t>(x.sizes.size());
+  std::vector<bool> drop(x.sizes.size(), dims.empty());
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(op.name, d, nd);
+    if (nd > 0) drop[w] = true;
+  }
+  OutputGeometry g{{}, {}, x.storage_offset};
+  for (int64_t d = 0; d < nd; ++d) {
+    if (drop[d] && x.sizes[d] == 1) continue;  // as torch: a dim that isn't size 1 stays
+    g.sizes.push_back(x.sizes[d]);
+    g.strides.push_back(x.strides[d]);
+  }
+  return {std::move(g)};
+}
+
+std::vector<OutputGeometry> unsqueeze_shape(const OpDef& op, std::span<const MetaRef> in,
+                                            const void* attrs) {
+  const MetaRef& x = in[0];
+  auto nd = static_cast<int64_t>(x.sizes.size());
+  int64_t d = wrap_dim(op.name, attrs_of<DimAttrs>(attrs).dim, nd + 1);
+  OutputGeometry g = geometry(x);
+  int64_t stride = d >= nd ? 1 : x.sizes[d] * x.strides[d];
+  g.sizes.insert(g.sizes.begin() + d, 1);
+  g.strides.insert(g.strides.begin() + d, stride);
+  return {std::move(g)};
+}
+
+std::vector<OutputGeometry> slice_shape(const OpDef& op, std::span<const MetaRef> in,
+                                        const void* attrs) {
+  const auto& a = attrs_of<SliceAttrs>(attrs);
+  const MetaRef& x = in[0];
+  auto nd = static_cast<int64_t>(x.sizes.size());
+  KILN_CHECK(nd > 0, "{}: cannot slice a 0-dim tensor", op.name);
+  int64_t d = wrap_dim(op.name, a.dim, nd);
+  KILN_CHECK(a.step > 0, "{}: slice step must be positive, got {}", op.name, a.step);
+  int64_t size = x.sizes[d];
+  // Python slice semantics: negative bounds count from the end, out-of-range bounds clamp.
+  auto clamp_bound = [&](int64_t v) {
+    if (v < 0) v += size;
+    return std::clamp<int64_t>(v, 0, size);
+  };
+  int64_t start = clamp_bound(a.start), end = std::max(clamp_bound(a.end), start);
+  OutputGeometry g = geometry(x);
+  g.storage_offset += start * x.strides[d];
+  g.sizes[d] = (end - start + a.step - 1) / a.step;
+  g.strides[d] = x.strides[d] * a.step;
+  return {std::move(g)};
+}
+
+std::vector<OutputGeometry> select_shape(const OpDef& op, std::span<const MetaRef> in,
+                                         const void* attrs) {
+  const auto& a = attrs_of<SelectAttrs>(attrs);
+  const MetaRef& x = in[0];
+  auto nd = static_cast<int64_t>(x.sizes.size());
+  KILN_CHECK(nd > 0, "{}: cannot select from a 0-dim tensor", op.name);
+  int64_t d = wrap_dim(op.name, a.dim, nd);
+  int64_t size = x.sizes[d];
+  KILN_CHECK(a.index >= -size && a.index < size,
+             "{}: index {} is out of bounds for dimension {} with size {} (shape {})", op.name,
+             a.index, d, size, shape_str(x.sizes));
+  int64_t index = a.index < 0 ? a.index + size : a.index;
+  OutputGeometry g = geometry(x);
+  g.storage_offset += index * x.strides[d];
+  g.sizes.erase(g.sizes.begin() + d);
+  g.strides.erase(g.strides.begin() + d);
+  return {std::move(g)};
+}
+
+template <class Attrs>
+void def_view(OpTable& table, const char* name, const char* attrs_type, ShapeRule shape) {
+  OpDef& op = table.add<Attrs>(name, {"self"}, kView | kRecomputable, attrs_type);
+  op.shape = shape;
+  op.dtype = rules::same_dtype;
+}
+
+}  // namespace
+
+void register_view_ops(OpTable& table) {
+  def_view<SizeAttrs>(table, "view", "SizeAttrs", view_shape);
+  def_view<SizeAttrs>(table, "expand", "SizeAttrs", expand_shape);
+  def_view<TransposeAttrs>(table, "transpose", "TransposeAttrs", transpose_shape);
+  def_view<DimsAttrs>(table, "permute", "DimsAttrs", permute_shape);
+  def_view<DimsAttrs>(table, "squeeze", "DimsAttrs", squeeze_shape);
+  def_view<DimAttrs>(table, "unsqueeze", "DimAttrs", unsqueeze_shape);
+  def_view<SliceAttrs>(table, "slice", "SliceAttrs", slice_shape);
+  def_view<SelectAttrs>(table, "select", "SelectAttrs", select_shape);
+}
+
+}  // namespace kiln

@@ -1,0 +1,82 @@
+// OpDef: one entry of the op table (DESIGN.md principle 1). Every layer reads it: the
+// dispatcher (kernels per key), the Meta backend and the IR verifier (shape and dtype rules),
+// autograd (derivative, in its issue), the tracer and fusion (flags, attributes).
+#pragma once
+
+#include <array>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/attrs.h"
+#include "kiln/runtime/dispatch_key.h"
+#include "kiln/runtime/tensor.h"
+
+namespace kiln {
+
+enum OpFlag : uint32_t {
+  kPointwise = 1u << 0,
+  kReduction = 1u << 1,
+  kView = 1u << 2,        // output 0.. alias input 0's storage with the shape rule's geometry
+  kRandom = 1u << 3,      // reads the generator state through its seed/offset attributes
+  kRecomputable = 1u << 4,
+  kNonTraceable = 1u << 5,
+  kInPlace = 1u << 6,     // output 0 is input 0, modified; bumps its version counter
+  kFactory = 1u << 7,     // no tensor inputs; device and dtype come from the attributes
+  kNonDifferentiable = 1u << 8,
+};
+
+// What a shape or dtype rule sees of an input: enough for Meta tensors and IR types alike.
+struct MetaRef {
+  ShapeRef sizes;
+  ShapeRef strides;
+  int64_t storage_offset = 0;
+  DType dtype = kFloat32;
+  Device device;
+
+  static MetaRef of(const Tensor& t) {
+    const TensorImpl* i = t.impl();
+    return {i->sizes(), i->strides(), i->storage_offset(), i->dtype(), i->device()};
+  }
+};
+
+// One output's geometry. For a new buffer `strides` is empty (contiguous); for a view it holds
+// the view's strides and offset into input 0's storage.
+struct OutputGeometry {
+  Shape sizes;
+  Shape strides;
+  int64_t storage_offset = 0;
+};
+
+struct OpDef;
+using ShapeRule = std::vector<OutputGeometry> (*)(const OpDef& op, std::span<const MetaRef> inputs,
+                                                  const void* attrs);
+using DTypeRule = DType (*)(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
+                            size_t output_index);
+// A device kernel writes the outputs that the rules describe (already allocated).
+using ComputeKernel = void (*)(const OpDef& op, std::span<const Tensor> outputs,
+                               std::span<const Tensor> inputs, const void* attrs);
+// A boxed kernel takes the whole call; wrapper keys (Tracer, Autograd) register these.
+using BoxedKernel = std::vector<Tensor> (*)(const OpDef& op, std::span<const Tensor> inputs,
+                                            const void* attrs);
+// For factories: the device named by the attributes.
+using AttrDevice = Device (*)(const void* attrs);
+
+struct OpDef {
+  std::string name;
+  std::vector<std::string> input_names;  // the schema's tensor inputs
+  bool variadic = false;                 // takes any number of inputs (cat, stack)
+  uint32_t flags = 0;
+  const AttrVTable* attrs = nullptr;
+  std::string attrs_type;  // the attribute struct's name, for messages and the IR
+  ShapeRule shape = nullptr;
+  DTypeRule dtype = nullptr;
+  AttrDevice attr_device = nullptr;
+  std::array<ComputeKernel, kNumDispatchKeys> compute{};  // per backend key
+  std::array<BoxedKernel, kNumDispatchKeys> boxed{};      // per key; overrides compute
+
+  bool has(OpFlag f) const { return (flags & f) != 0; }
+  std::string attrs_str(const void* a) const { return attrs->print(a); }
+};
+
+}  // namespace kiln

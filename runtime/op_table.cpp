@@ -1,0 +1,46 @@
+#include "kiln/runtime/op_table.h"
+
+#include "kiln/runtime/error.h"
+
+namespace kiln {
+
+OpTable& OpTable::instance() {
+  // Built on first use rather than by static registrars, so that no op goes missing when the
+  // linker drops an object file from the static library, and the order is this list's.
+  static OpTable* table = [] {
+    auto* t = new OpTable();
+    register_pointwise_ops(*t);
+    register_reduction_ops(*t);
+    register_linalg_ops(*t);
+    register_view_ops(*t);
+    register_copy_ops(*t);
+    register_factory_ops(*t);
+    return t;
+  }();
+  return *table;
+}
+
+const OpDef* OpTable::find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+const OpDef& OpTable::get(std::string_view name) const {
+  const OpDef* op = find(name);
+  KILN_CHECK(op != nullptr, "unknown op '{}'", name);
+  return *op;
+}
+
+OpDef& OpTable::mutable_op(std::string_view name) { return const_cast<OpDef&>(get(name)); }
+
+OpDef& OpTable::add_untyped(std::string name) {
+  KILN_CHECK(find(name) == nullptr, "op '{}' is registered twice", name);
+  storage_.push_back(std::make_unique<OpDef>());
+  OpDef* op = storage_.back().get();
+  op->name = std::move(name);
+  order_.push_back(op);
+  by_name_.emplace(op->name, op);
+  return *op;
+}
+
+}  // namespace kiln

@@ -1,0 +1,54 @@
+// The op table: the one registry of OpDefs. Families of ops register themselves from
+// kernels/*_ops.cpp through the register_* functions listed in op_table.cpp.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/runtime/op_def.h"
+
+namespace kiln {
+
+class OpTable {
+ public:
+  static OpTable& instance();
+
+  const OpDef& get(std::string_view name) const;  // throws kiln::Error for an unknown name
+  const OpDef* find(std::string_view name) const;
+  const std::vector<OpDef*>& ops() const { return order_; }
+  // For wrapper keys installed after start-up (tracer, autograd) and for tests.
+  OpDef& mutable_op(std::string_view name);
+
+  template <class Attrs>
+  OpDef& add(std::string name, std::vector<std::string> inputs, uint32_t flags,
+             std::string_view attrs_type) {
+    OpDef& op = add_untyped(std::move(name));
+    op.input_names = std::move(inputs);
+    op.flags = flags;
+    op.attrs = attr_vtable<Attrs>();
+    op.attrs_type = std::string(attrs_type);
+    return op;
+  }
+
+ private:
+  OpTable() = default;
+  OpDef& add_untyped(std::string name);
+
+  std::vector<std::unique_ptr<OpDef>> storage_;
+  std::vector<OpDef*> order_;
+  std::unordered_map<std::string_view, OpDef*> by_name_;
+};
+
+inline const OpDef& get_op(std::string_view name) { return OpTable::instance().get(name); }
+
+// Registration entry points, one per op family (runtime/kernels/).
+void register_pointwise_ops(OpTable& table);
+void register_reduction_ops(OpTable& table);
+void register_linalg_ops(OpTable& table);
+void register_view_ops(OpTable& table);
+void register_copy_ops(OpTable& table);
+void register_factory_ops(OpTable& table);
+
+}  // namespace kiln

@@ -1,0 +1,65 @@
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"): a counter-based
+// generator. Element i of a random tensor depends only on (seed, offset, i), so a CPU loop split
+// across threads, a CUDA kernel, or a replay from a recorded (seed, offset) all produce the
+// same stream.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+namespace kiln {
+
+struct Philox4x32 {
+  static constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+  static constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+
+  static std::array<uint32_t, 4> block(uint64_t key, uint64_t counter_lo, uint64_t counter_hi) {
+    uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
+    uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
+    uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+    for (int round = 0; round < 10; ++round) {
+      uint64_t p0 = static_cast<uint64_t>(kMul0) * c0;
+      uint64_t p1 = static_cast<uint64_t>(kMul1) * c2;
+      uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+      uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+      c0 = hi1 ^ c1 ^ k0;
+      c1 = lo1;
+      c2 = hi0 ^ c3 ^ k1;
+      c3 = lo0;
+      k0 += kWeyl0;
+      k1 += kWeyl1;
+    }
+    return {c0, c1, c2, c3};
+  }
+};
+
+// Note [Random streams]
+// A random op with attributes (seed, offset) fills element i from Philox block
+// (key = seed, counter = offset + i / 4) for uniform values, word i % 4; normal values use block
+// offset + i / 2 and the Box-Muller transform of its words (2*(i%2), 2*(i%2)+1). The generator
+// advances `offset` by the number of blocks a call used. Every backend must follow this rule.
+inline float uniform_float(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);  // [0, 1), 24 bits
+}
+inline double uniform_double(uint32_t hi, uint32_t lo) {
+  uint64_t bits = (static_cast<uint64_t>(hi) << 21) ^ (lo >> 11);  // 53 bits
+  return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+inline double box_muller(uint32_t a, uint32_t b) {
+  // u1 in (0, 1] so that log(u1) is finite.
+  double u1 = (static_cast<double>(a) + 1.0) * (1.0 / 4294967296.0);
+  double u2 = static_cast<double>(b) * (1.0 / 4294967296.0);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+// The global generator behind manual_seed/rand/randn.
+struct GeneratorState {
+  uint64_t seed;
+  uint64_t offset;
+};
+void manual_seed(uint64_t seed);
+// Reserves `blocks` Philox blocks and returns the (seed, offset) to use for them.
+GeneratorState reserve_random_blocks(uint64_t blocks);
+
+}  // namespace kiln

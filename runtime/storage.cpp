@@ -1,0 +1,29 @@
+#include "kiln/runtime/storage.h"
+
+#include "kiln/runtime/error.h"
+
+namespace kiln {
+
+StorageImpl::StorageImpl(size_t nbytes, Allocator* allocator, Device device)
+    : nbytes_(nbytes), allocator_(allocator), device_(device) {
+  if (allocator_ != nullptr) data_ = allocator_->allocate(nbytes);
+}
+
+StorageImpl::~StorageImpl() {
+  if (allocator_ != nullptr) allocator_->deallocate(data_, nbytes_);
+}
+
+Storage make_storage(size_t nbytes, Device device) {
+  switch (device.type) {
+    case DeviceType::CPU:
+      return std::make_shared<StorageImpl>(nbytes, cpu_allocator(), device);
+    case DeviceType::Meta:
+      return std::make_shared<StorageImpl>(nbytes, nullptr, device);
+    case DeviceType::CUDA:
+      break;
+  }
+  KILN_ERROR("cannot allocate {} bytes on {}: the CUDA backend is not part of this build yet",
+             nbytes, device);
+}
+
+}  // namespace kiln
