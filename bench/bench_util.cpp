@@ -1,0 +1,46 @@
+#include "bench_util.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kiln/kiln.h"
+
+namespace kiln::bench {
+
+void parallel_memcpy(char* dst, const char* src, int64_t bytes) {
+  parallel_for(0, bytes, int64_t{1} << 20, [&](int64_t b, int64_t e) {
+    std::memcpy(dst + b, src + b, static_cast<size_t>(e - b));
+  });
+}
+
+double copy_bandwidth_bytes_per_s(int64_t bytes) {
+  static double cached = [bytes] {
+    Tensor src = ones({bytes / 4}), dst = zeros({bytes / 4});
+    auto* d = static_cast<char*>(dst.raw_data());
+    const auto* s = static_cast<const char*>(src.raw_data());
+    double best = 1e30;
+    for (int rep = 0; rep < 30; ++rep) {
+      LoopTimer t;
+      parallel_memcpy(d, s, bytes);
+      best = std::min(best, t.seconds());
+    }
+    return 2.0 * static_cast<double>(bytes) / best;
+  }();
+  return cached;
+}
+
+void report_bandwidth(benchmark::State& state, const LoopTimer& timer,
+                      int64_t ideal_bytes_per_iter) {
+  double seconds = timer.seconds();
+  double rate =
+      static_cast<double>(ideal_bytes_per_iter) * static_cast<double>(state.iterations()) / seconds;
+  state.counters["GB/s"] = rate * 1e-9;
+  state.counters["copy_frac"] = rate / copy_bandwidth_bytes_per_s();
+}
+
+void report_ns_per_op(benchmark::State& state, const LoopTimer& timer, int64_t ops_per_iter) {
+  state.counters["ns/op"] =
+      timer.seconds() * 1e9 / static_cast<double>(state.iterations() * ops_per_iter);
+}
+
+}  // namespace kiln::bench

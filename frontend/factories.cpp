@@ -16,7 +16,9 @@ Tensor finish(Tensor t, const TensorOptions& options) {
   return t;
 }
 
-const OpDef& op_named(const char* name) { return get_op(name); }
+const OpDef& op_named(const char* name) {
+  return get_op(name);
+}
 
 }  // namespace
 
@@ -32,13 +34,18 @@ Tensor full(Shape size, const Scalar& value, TensorOptions options) {
   return finish(call_op1(op, {}, a), options);
 }
 
-Tensor zeros(Shape size, TensorOptions options) { return full(std::move(size), 0, options); }
-Tensor ones(Shape size, TensorOptions options) { return full(std::move(size), 1, options); }
+Tensor zeros(Shape size, TensorOptions options) {
+  return full(std::move(size), 0, options);
+}
+Tensor ones(Shape size, TensorOptions options) {
+  return full(std::move(size), 1, options);
+}
 
-Tensor arange(const Scalar& end, TensorOptions options) { return arange(0, end, 1, options); }
+Tensor arange(const Scalar& end, TensorOptions options) {
+  return arange(0, end, 1, options);
+}
 
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
-              TensorOptions options) {
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions options) {
   static const OpDef& op = op_named("arange");
   bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
   ArangeAttrs a{start, end, step, options.dtype_or(all_int ? kInt64 : kDefaultFloat),

@@ -11,10 +11,10 @@
 namespace kiln {
 
 // Each public function looks its op up once and keeps the reference.
-#define KILN_OP(name)                                   \
-  [] {                                                  \
-    static const OpDef& op_ = get_op(name);             \
-    return std::cref(op_);                              \
+#define KILN_OP(name)                       \
+  [] {                                      \
+    static const OpDef& op_ = get_op(name); \
+    return std::cref(op_);                  \
   }()
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
@@ -41,12 +41,24 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Scalar& b) {
   return call_op1(KILN_OP("div_scalar"), {a}, ScalarOperandAttrs{b});
 }
-Tensor neg(const Tensor& x) { return call_op1(KILN_OP("neg"), {x}, NoAttrs{}); }
-Tensor exp(const Tensor& x) { return call_op1(KILN_OP("exp"), {x}, NoAttrs{}); }
-Tensor log(const Tensor& x) { return call_op1(KILN_OP("log"), {x}, NoAttrs{}); }
-Tensor tanh(const Tensor& x) { return call_op1(KILN_OP("tanh"), {x}, NoAttrs{}); }
-Tensor sigmoid(const Tensor& x) { return call_op1(KILN_OP("sigmoid"), {x}, NoAttrs{}); }
-Tensor relu(const Tensor& x) { return call_op1(KILN_OP("relu"), {x}, NoAttrs{}); }
+Tensor neg(const Tensor& x) {
+  return call_op1(KILN_OP("neg"), {x}, NoAttrs{});
+}
+Tensor exp(const Tensor& x) {
+  return call_op1(KILN_OP("exp"), {x}, NoAttrs{});
+}
+Tensor log(const Tensor& x) {
+  return call_op1(KILN_OP("log"), {x}, NoAttrs{});
+}
+Tensor tanh(const Tensor& x) {
+  return call_op1(KILN_OP("tanh"), {x}, NoAttrs{});
+}
+Tensor sigmoid(const Tensor& x) {
+  return call_op1(KILN_OP("sigmoid"), {x}, NoAttrs{});
+}
+Tensor relu(const Tensor& x) {
+  return call_op1(KILN_OP("relu"), {x}, NoAttrs{});
+}
 
 Tensor sum(const Tensor& x, Shape dims, bool keepdim) {
   return call_op1(KILN_OP("sum"), {x}, ReduceAttrs{std::move(dims), keepdim});
@@ -55,7 +67,9 @@ Tensor mean(const Tensor& x, Shape dims, bool keepdim) {
   return call_op1(KILN_OP("mean"), {x}, ReduceAttrs{std::move(dims), keepdim});
 }
 
-Tensor mm(const Tensor& a, const Tensor& b) { return call_op1(KILN_OP("mm"), {a, b}, NoAttrs{}); }
+Tensor mm(const Tensor& a, const Tensor& b) {
+  return call_op1(KILN_OP("mm"), {a, b}, NoAttrs{});
+}
 Tensor bmm(const Tensor& a, const Tensor& b) {
   return call_op1(KILN_OP("bmm"), {a, b}, NoAttrs{});
 }
@@ -112,7 +126,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   int64_t d = wrap_dim("stack", dim, static_cast<int64_t>(first.size()) + 1);
   std::vector<Tensor> expanded;
   expanded.reserve(tensors.size());
-  for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
+  for (const Tensor& t : tensors)
+    expanded.push_back(t.unsqueeze(d));
   return cat(expanded, d);
 }
 

@@ -60,7 +60,8 @@ ElementFormat choose_format(const std::vector<double>& values, DType dtype) {
     if (v != 0) min_abs = std::min(min_abs, std::abs(v));
   }
   f.scientific = !f.integral && (max_abs >= 1e5 || (min_abs < 1e-4 && max_abs > 0));
-  for (double v : values) f.width = std::max(f.width, static_cast<int>(f.str(v).size()));
+  for (double v : values)
+    f.width = std::max(f.width, static_cast<int>(f.str(v).size()));
   return f;
 }
 

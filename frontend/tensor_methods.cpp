@@ -49,14 +49,18 @@ Tensor Tensor::to(Device d) const {
   if (device() == d) return *this;
   if (d.is_meta()) {
     // Shape-only copy: no data moves.
-    return Tensor(std::make_shared<TensorImpl>(make_storage(0, kMeta), dtype(), sizes(),
-                                               strides(), storage_offset()));
+    return Tensor(std::make_shared<TensorImpl>(make_storage(0, kMeta), dtype(), sizes(), strides(),
+                                               storage_offset()));
   }
   KILN_ERROR("to: copying a tensor from {} to {} is not supported in this build", device(), d);
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
-Tensor Tensor::clone() const { return call_op1(KILN_OP("clone"), {*this}, NoAttrs{}); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
+Tensor Tensor::clone() const {
+  return call_op1(KILN_OP("clone"), {*this}, NoAttrs{});
+}
 
 // ---- views ----
 Tensor Tensor::view(Shape sizes) const {
@@ -87,7 +91,9 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
 Tensor Tensor::squeeze(int64_t dim) const {
   return call_op1(KILN_OP("squeeze"), {*this}, DimsAttrs{Shape{dim}});
 }
-Tensor Tensor::squeeze() const { return call_op1(KILN_OP("squeeze"), {*this}, DimsAttrs{}); }
+Tensor Tensor::squeeze() const {
+  return call_op1(KILN_OP("squeeze"), {*this}, DimsAttrs{});
+}
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
   return call_op1(KILN_OP("slice"), {*this}, SliceAttrs{dim, start, end, step});
 }
@@ -109,7 +115,9 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
   return kiln::split(*this, split_size, dim);
 }
-Tensor Tensor::flatten() const { return reshape({-1}); }
+Tensor Tensor::flatten() const {
+  return reshape({-1});
+}
 
 // ---- in-place ----
 const Tensor& Tensor::copy_(const Tensor& src) const {
@@ -120,7 +128,9 @@ const Tensor& Tensor::fill_(const Scalar& value) const {
   call_op1(KILN_OP("fill_"), {*this}, FillAttrs{value});
   return *this;
 }
-const Tensor& Tensor::zero_() const { return fill_(0); }
+const Tensor& Tensor::zero_() const {
+  return fill_(0);
+}
 
 // ---- autograd ----
 bool Tensor::requires_grad() const {
@@ -136,43 +146,101 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
 }
 
 // ---- op methods ----
-Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return kiln::add(*this, o, alpha); }
-Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return kiln::add(*this, o, alpha); }
-Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return kiln::sub(*this, o, alpha); }
-Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return kiln::sub(*this, o, alpha); }
-Tensor Tensor::mul(const Tensor& o) const { return kiln::mul(*this, o); }
-Tensor Tensor::mul(const Scalar& o) const { return kiln::mul(*this, o); }
-Tensor Tensor::div(const Tensor& o) const { return kiln::div(*this, o); }
-Tensor Tensor::div(const Scalar& o) const { return kiln::div(*this, o); }
-Tensor Tensor::neg() const { return kiln::neg(*this); }
-Tensor Tensor::exp() const { return kiln::exp(*this); }
-Tensor Tensor::log() const { return kiln::log(*this); }
-Tensor Tensor::tanh() const { return kiln::tanh(*this); }
-Tensor Tensor::sigmoid() const { return kiln::sigmoid(*this); }
-Tensor Tensor::relu() const { return kiln::relu(*this); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const {
+  return kiln::add(*this, o, alpha);
+}
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const {
+  return kiln::add(*this, o, alpha);
+}
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const {
+  return kiln::sub(*this, o, alpha);
+}
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const {
+  return kiln::sub(*this, o, alpha);
+}
+Tensor Tensor::mul(const Tensor& o) const {
+  return kiln::mul(*this, o);
+}
+Tensor Tensor::mul(const Scalar& o) const {
+  return kiln::mul(*this, o);
+}
+Tensor Tensor::div(const Tensor& o) const {
+  return kiln::div(*this, o);
+}
+Tensor Tensor::div(const Scalar& o) const {
+  return kiln::div(*this, o);
+}
+Tensor Tensor::neg() const {
+  return kiln::neg(*this);
+}
+Tensor Tensor::exp() const {
+  return kiln::exp(*this);
+}
+Tensor Tensor::log() const {
+  return kiln::log(*this);
+}
+Tensor Tensor::tanh() const {
+  return kiln::tanh(*this);
+}
+Tensor Tensor::sigmoid() const {
+  return kiln::sigmoid(*this);
+}
+Tensor Tensor::relu() const {
+  return kiln::relu(*this);
+}
 Tensor Tensor::sum(Shape dims, bool keepdim) const {
   return kiln::sum(*this, std::move(dims), keepdim);
 }
 Tensor Tensor::mean(Shape dims, bool keepdim) const {
   return kiln::mean(*this, std::move(dims), keepdim);
 }
-Tensor Tensor::matmul(const Tensor& o) const { return kiln::matmul(*this, o); }
-Tensor Tensor::mm(const Tensor& o) const { return kiln::mm(*this, o); }
-Tensor Tensor::bmm(const Tensor& o) const { return kiln::bmm(*this, o); }
+Tensor Tensor::matmul(const Tensor& o) const {
+  return kiln::matmul(*this, o);
+}
+Tensor Tensor::mm(const Tensor& o) const {
+  return kiln::mm(*this, o);
+}
+Tensor Tensor::bmm(const Tensor& o) const {
+  return kiln::bmm(*this, o);
+}
 
 // ---- operators ----
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
-Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
-Tensor operator-(const Scalar& a, const Tensor& b) { return add(neg(b), a); }
-Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
+Tensor operator+(const Tensor& a, const Scalar& b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, const Scalar& b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, const Scalar& b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, const Scalar& b) {
+  return div(a, b);
+}
+Tensor operator+(const Scalar& a, const Tensor& b) {
+  return add(b, a);
+}
+Tensor operator-(const Scalar& a, const Tensor& b) {
+  return add(neg(b), a);
+}
+Tensor operator*(const Scalar& a, const Tensor& b) {
+  return mul(b, a);
+}
 Tensor operator/(const Scalar& a, const Tensor& b) {
   // A 0-dim tensor promotes like a Python number against a dimensioned tensor.
   return div(full({}, a, TensorOptions(a.default_dtype()).device(b.device())), b);

@@ -52,7 +52,8 @@ size_t hash_field(const T& v) {
     return std::hash<double>()(v.to_double()) ^ static_cast<size_t>(v.kind());
   } else if constexpr (std::is_same_v<T, Shape>) {
     size_t h = v.size();
-    for (int64_t x : v) hash_combine(h, std::hash<int64_t>()(x));
+    for (int64_t x : v)
+      hash_combine(h, std::hash<int64_t>()(x));
     return h;
   } else if constexpr (std::is_same_v<T, Device>) {
     return static_cast<size_t>(v.type) * 131 + static_cast<size_t>(v.index);

@@ -17,7 +17,9 @@ constexpr size_t kPageBytes = size_t{4} << 10;
 constexpr size_t kReuseSlackEighths = 10;
 constexpr size_t kMaxCachedBytes = size_t{4} << 30;
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 class CachingCpuAllocator final : public Allocator {
  public:
@@ -74,7 +76,8 @@ class CachingCpuAllocator final : public Allocator {
 
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [size, ptr] : free_blocks_) std::free(ptr);
+    for (auto& [size, ptr] : free_blocks_)
+      std::free(ptr);
     free_blocks_.clear();
     stats_.cached_bytes = 0;
   }
@@ -117,9 +120,17 @@ CachingCpuAllocator& instance() {
 
 }  // namespace
 
-Allocator* cpu_allocator() { return &instance(); }
-CachingAllocatorStats cpu_allocator_stats() { return instance().stats(); }
-void cpu_allocator_reset_peak() { instance().reset_peak(); }
-void cpu_empty_cache() { instance().empty_cache(); }
+Allocator* cpu_allocator() {
+  return &instance();
+}
+CachingAllocatorStats cpu_allocator_stats() {
+  return instance().stats();
+}
+void cpu_allocator_reset_peak() {
+  instance().reset_peak();
+}
+void cpu_empty_cache() {
+  instance().empty_cache();
+}
 
 }  // namespace kiln

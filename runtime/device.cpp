@@ -14,6 +14,8 @@ std::string Device::str() const {
   return "?";
 }
 
-std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
+std::ostream& operator<<(std::ostream& os, Device d) {
+  return os << d.str();
+}
 
 }  // namespace kiln

@@ -27,7 +27,9 @@ class DispatchKeySet {
   constexpr uint8_t bits() const { return bits_; }
 
  private:
-  static constexpr uint8_t bit(DispatchKey k) { return static_cast<uint8_t>(1u << static_cast<int>(k)); }
+  static constexpr uint8_t bit(DispatchKey k) {
+    return static_cast<uint8_t>(1u << static_cast<int>(k));
+  }
   static constexpr DispatchKeySet from_bits(uint8_t b) {
     DispatchKeySet s;
     s.bits_ = b;

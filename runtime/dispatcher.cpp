@@ -30,13 +30,17 @@ ExcludeDispatchKeysGuard::ExcludeDispatchKeysGuard(DispatchKeySet keys)
     : saved_(local_dispatch_keys().excluded) {
   local_dispatch_keys().excluded = saved_ | keys;
 }
-ExcludeDispatchKeysGuard::~ExcludeDispatchKeysGuard() { local_dispatch_keys().excluded = saved_; }
+ExcludeDispatchKeysGuard::~ExcludeDispatchKeysGuard() {
+  local_dispatch_keys().excluded = saved_;
+}
 
 IncludeDispatchKeysGuard::IncludeDispatchKeysGuard(DispatchKeySet keys)
     : saved_(local_dispatch_keys().included) {
   local_dispatch_keys().included = saved_ | keys;
 }
-IncludeDispatchKeysGuard::~IncludeDispatchKeysGuard() { local_dispatch_keys().included = saved_; }
+IncludeDispatchKeysGuard::~IncludeDispatchKeysGuard() {
+  local_dispatch_keys().included = saved_;
+}
 
 namespace {
 
@@ -118,7 +122,8 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
     heap_metas.resize(inputs.size());
     metas = heap_metas;
   }
-  for (size_t i = 0; i < inputs.size(); ++i) metas[i] = MetaRef::of(inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    metas[i] = MetaRef::of(inputs[i]);
 
   std::vector<OutputGeometry> geoms = op.shape(op, metas, attrs);
   Device device = inputs.empty() ? op.attr_device(attrs) : inputs[0].device();
@@ -133,8 +138,8 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
                                                         std::move(g.strides), g.storage_offset));
     } else if (op.has(kInPlace) && i == 0) {
       KILN_CHECK(g.sizes == inputs[0].sizes(),
-                 "{}: the result of shape {} does not fit the in-place output of shape {}",
-                 op.name, shape_str(g.sizes), shape_str(inputs[0].sizes()));
+                 "{}: the result of shape {} does not fit the in-place output of shape {}", op.name,
+                 shape_str(g.sizes), shape_str(inputs[0].sizes()));
       KILN_CHECK(dtype == inputs[0].dtype(),
                  "{}: result type {} can't be cast to the in-place output of dtype {}", op.name,
                  dtype, inputs[0].dtype());
@@ -149,8 +154,7 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
                dispatch_key_name(backend), device);
     // A kernel may call other ops (a cast, a contiguous copy). Those are part of this op's
     // implementation, not calls the tracer or autograd should see.
-    ExcludeDispatchKeysGuard inner(
-        DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+    ExcludeDispatchKeysGuard inner(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
     kernel(op, outputs, inputs, attrs);
   }
   if (op.has(kInPlace)) inputs[0].impl()->bump_version();

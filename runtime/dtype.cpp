@@ -41,7 +41,9 @@ std::string_view dtype_name(DType t) {
   return "?";
 }
 
-std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+std::ostream& operator<<(std::ostream& os, DType t) {
+  return os << dtype_name(t);
+}
 
 DType promote_types(DType a, DType b) {
   // Rows and columns in enum order: Bool, Int32, Int64, Float16, BFloat16, Float32, Float64.

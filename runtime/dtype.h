@@ -31,8 +31,7 @@ std::string_view dtype_name(DType t);  // "float32", as torch prints it
 std::ostream& operator<<(std::ostream& os, DType t);
 
 inline bool is_floating(DType t) {
-  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 ||
-         t == DType::Float64;
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
 inline bool is_integral(DType t, bool include_bool) {
   return t == DType::Int32 || t == DType::Int64 || (include_bool && t == DType::Bool);
@@ -112,16 +111,16 @@ namespace kiln::detail {
   case ::kiln::DType::enum_name:                  \
     return __VA_ARGS__.template operator()<cpp_type>();
 
-#define KILN_DISPATCH_FLOATING(dtype, op_name, ...)                              \
-  [&] {                                                                          \
-    switch (dtype) {                                                             \
-      KILN_DTYPE_CASE(Float32, float, __VA_ARGS__)                               \
-      KILN_DTYPE_CASE(Float64, double, __VA_ARGS__)                              \
-      KILN_DTYPE_CASE(Float16, ::kiln::Half, __VA_ARGS__)                        \
-      KILN_DTYPE_CASE(BFloat16, ::kiln::BFloat16, __VA_ARGS__)                   \
-      default:                                                                   \
-        ::kiln::detail::unsupported_dtype(op_name, dtype, "floating point");     \
-    }                                                                            \
+#define KILN_DISPATCH_FLOATING(dtype, op_name, ...)                          \
+  [&] {                                                                      \
+    switch (dtype) {                                                         \
+      KILN_DTYPE_CASE(Float32, float, __VA_ARGS__)                           \
+      KILN_DTYPE_CASE(Float64, double, __VA_ARGS__)                          \
+      KILN_DTYPE_CASE(Float16, ::kiln::Half, __VA_ARGS__)                    \
+      KILN_DTYPE_CASE(BFloat16, ::kiln::BFloat16, __VA_ARGS__)               \
+      default:                                                               \
+        ::kiln::detail::unsupported_dtype(op_name, dtype, "floating point"); \
+    }                                                                        \
   }()
 
 #define KILN_DISPATCH_NUMERIC(dtype, op_name, ...)                               \
@@ -138,16 +137,16 @@ namespace kiln::detail {
     }                                                                            \
   }()
 
-#define KILN_DISPATCH_ALL(dtype, op_name, ...)                                   \
-  [&] {                                                                          \
-    switch (dtype) {                                                             \
-      KILN_DTYPE_CASE(Float32, float, __VA_ARGS__)                               \
-      KILN_DTYPE_CASE(Float64, double, __VA_ARGS__)                              \
-      KILN_DTYPE_CASE(Float16, ::kiln::Half, __VA_ARGS__)                        \
-      KILN_DTYPE_CASE(BFloat16, ::kiln::BFloat16, __VA_ARGS__)                   \
-      KILN_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                               \
-      KILN_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                               \
-      KILN_DTYPE_CASE(Bool, bool, __VA_ARGS__)                                   \
-    }                                                                            \
-    ::kiln::detail::unsupported_dtype(op_name, dtype, "any");                    \
+#define KILN_DISPATCH_ALL(dtype, op_name, ...)                 \
+  [&] {                                                        \
+    switch (dtype) {                                           \
+      KILN_DTYPE_CASE(Float32, float, __VA_ARGS__)             \
+      KILN_DTYPE_CASE(Float64, double, __VA_ARGS__)            \
+      KILN_DTYPE_CASE(Float16, ::kiln::Half, __VA_ARGS__)      \
+      KILN_DTYPE_CASE(BFloat16, ::kiln::BFloat16, __VA_ARGS__) \
+      KILN_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)             \
+      KILN_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)             \
+      KILN_DTYPE_CASE(Bool, bool, __VA_ARGS__)                 \
+    }                                                          \
+    ::kiln::detail::unsupported_dtype(op_name, dtype, "any");  \
   }()

@@ -2,6 +2,8 @@
 
 namespace kiln::detail {
 
-void throw_error(std::string message) { throw Error(std::move(message)); }
+void throw_error(std::string message) {
+  throw Error(std::move(message));
+}
 
 }  // namespace kiln::detail

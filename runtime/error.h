@@ -23,11 +23,11 @@ namespace detail {
 
 // KILN_CHECK(cond, "fmt string", args...): throws kiln::Error with the formatted message when
 // cond is false. The arguments are only formatted on failure, so checks are free on hot paths.
-#define KILN_CHECK(cond, ...)                                        \
-  do {                                                               \
-    if (!(cond)) [[unlikely]] {                                      \
-      ::kiln::detail::throw_error(::fmt::format(__VA_ARGS__));       \
-    }                                                                \
+#define KILN_CHECK(cond, ...)                                  \
+  do {                                                         \
+    if (!(cond)) [[unlikely]] {                                \
+      ::kiln::detail::throw_error(::fmt::format(__VA_ARGS__)); \
+    }                                                          \
   } while (0)
 
 #define KILN_ERROR(...) ::kiln::detail::throw_error(::fmt::format(__VA_ARGS__))

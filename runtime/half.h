@@ -80,7 +80,9 @@ struct BFloat16 {
   }
 };
 
-inline std::ostream& operator<<(std::ostream& os, Half h) { return os << static_cast<float>(h); }
+inline std::ostream& operator<<(std::ostream& os, Half h) {
+  return os << static_cast<float>(h);
+}
 inline std::ostream& operator<<(std::ostream& os, BFloat16 h) {
   return os << static_cast<float>(h);
 }

@@ -17,12 +17,12 @@ namespace kiln {
 enum OpFlag : uint32_t {
   kPointwise = 1u << 0,
   kReduction = 1u << 1,
-  kView = 1u << 2,        // output 0.. alias input 0's storage with the shape rule's geometry
-  kRandom = 1u << 3,      // reads the generator state through its seed/offset attributes
+  kView = 1u << 2,    // output 0.. alias input 0's storage with the shape rule's geometry
+  kRandom = 1u << 3,  // reads the generator state through its seed/offset attributes
   kRecomputable = 1u << 4,
   kNonTraceable = 1u << 5,
-  kInPlace = 1u << 6,     // output 0 is input 0, modified; bumps its version counter
-  kFactory = 1u << 7,     // no tensor inputs; device and dtype come from the attributes
+  kInPlace = 1u << 6,  // output 0 is input 0, modified; bumps its version counter
+  kFactory = 1u << 7,  // no tensor inputs; device and dtype come from the attributes
   kNonDifferentiable = 1u << 8,
 };
 

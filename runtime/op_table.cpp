@@ -31,7 +31,9 @@ const OpDef& OpTable::get(std::string_view name) const {
   return *op;
 }
 
-OpDef& OpTable::mutable_op(std::string_view name) { return const_cast<OpDef&>(get(name)); }
+OpDef& OpTable::mutable_op(std::string_view name) {
+  return const_cast<OpDef&>(get(name));
+}
 
 OpDef& OpTable::add_untyped(std::string name) {
   KILN_CHECK(find(name) == nullptr, "op '{}' is registered twice", name);

@@ -41,7 +41,9 @@ class OpTable {
   std::unordered_map<std::string_view, OpDef*> by_name_;
 };
 
-inline const OpDef& get_op(std::string_view name) { return OpTable::instance().get(name); }
+inline const OpDef& get_op(std::string_view name) {
+  return OpTable::instance().get(name);
+}
 
 // Registration entry points, one per op family (runtime/kernels/).
 void register_pointwise_ops(OpTable& table);

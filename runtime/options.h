@@ -8,11 +8,11 @@
 namespace kiln {
 
 struct Options {
-  int num_threads = 1;      // KILN_NUM_THREADS, default: the machine's core count
-  std::string logs;         // KILN_LOGS: comma-separated topics
-  std::string debug_dir;    // KILN_DEBUG_DIR
-  std::string cache_dir;    // KILN_CACHE_DIR, default ~/.cache/kiln
-  std::string backend;      // KILN_BACKEND
+  int num_threads = 1;    // KILN_NUM_THREADS, default: the machine's core count
+  std::string logs;       // KILN_LOGS: comma-separated topics
+  std::string debug_dir;  // KILN_DEBUG_DIR
+  std::string cache_dir;  // KILN_CACHE_DIR, default ~/.cache/kiln
+  std::string backend;    // KILN_BACKEND
 };
 
 const Options& options();

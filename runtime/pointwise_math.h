@@ -14,8 +14,7 @@ namespace kiln::math {
 
 // ---- primitives for built-in arithmetic types ----
 template <class T>
-  requires std::is_arithmetic_v<T>
-T select(bool c, T a, T b) {
+requires std::is_arithmetic_v<T> T select(bool c, T a, T b) {
   return c ? a : b;
 }
 using std::exp;

@@ -21,11 +21,11 @@ class Scalar {
   template <std::floating_point T>
   Scalar(T v) : kind_(Kind::Float), d_(static_cast<double>(v)) {}  // NOLINT: implicit
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  Scalar(T v) : kind_(Kind::Int), i_(static_cast<int64_t>(v)) {}  // NOLINT: implicit
-  Scalar(bool v) : kind_(Kind::Bool), i_(v) {}                     // NOLINT: implicit
-  Scalar(Half v) : Scalar(static_cast<float>(v)) {}                 // NOLINT: implicit
-  Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}             // NOLINT: implicit
+  requires(!std::same_as<T, bool>) Scalar(T v)
+      : kind_(Kind::Int), i_(static_cast<int64_t>(v)) {}  // NOLINT: implicit
+  Scalar(bool v) : kind_(Kind::Bool), i_(v) {}            // NOLINT: implicit
+  Scalar(Half v) : Scalar(static_cast<float>(v)) {}       // NOLINT: implicit
+  Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}   // NOLINT: implicit
 
   Kind kind() const { return kind_; }
   bool is_floating() const { return kind_ == Kind::Float; }

@@ -8,7 +8,8 @@ namespace kiln {
 
 int64_t shape_numel(ShapeRef sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes)
+    n *= s;
   return n;
 }
 
@@ -40,7 +41,9 @@ int64_t wrap_dim(std::string_view op, int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 
-std::string shape_str(ShapeRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+std::string shape_str(ShapeRef sizes) {
+  return fmt::format("[{}]", fmt::join(sizes, ", "));
+}
 
 Shape broadcast_shapes(std::string_view op, ShapeRef a, ShapeRef b) {
   size_t n = std::max(a.size(), b.size());

@@ -29,8 +29,10 @@ std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 T Tensor::item() const {
-  KILN_CHECK(numel() == 1, "item: a Tensor with {} elements (shape {}) cannot be converted to a "
-             "scalar", numel(), shape_str(sizes()));
+  KILN_CHECK(numel() == 1,
+             "item: a Tensor with {} elements (shape {}) cannot be converted to a "
+             "scalar",
+             numel(), shape_str(sizes()));
   return to_vector<T>()[0];
 }
 

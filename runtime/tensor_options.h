@@ -38,8 +38,14 @@ struct TensorOptions {
   Device device_or(Device fallback = kCPU) const { return device_opt.value_or(fallback); }
 };
 
-inline TensorOptions dtype(DType t) { return TensorOptions().dtype(t); }
-inline TensorOptions device(Device d) { return TensorOptions().device(d); }
-inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
+inline TensorOptions dtype(DType t) {
+  return TensorOptions().dtype(t);
+}
+inline TensorOptions device(Device d) {
+  return TensorOptions().device(d);
+}
+inline TensorOptions requires_grad(bool r = true) {
+  return TensorOptions().requires_grad(r);
+}
 
 }  // namespace kiln

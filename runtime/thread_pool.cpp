@@ -25,7 +25,8 @@ class ThreadPool {
     stop_workers();
     num_threads_ = std::max(1, threads);
     stopping_ = false;
-    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = 1; i < num_threads_; ++i)
+      workers_.emplace_back([this, i] { worker_loop(i); });
   }
 
   // Runs fn(chunk) for chunk in [0, chunks): chunk 0 on the caller, the rest on workers.
@@ -84,7 +85,8 @@ class ThreadPool {
       stopping_ = true;
     }
     wake_.notify_all();
-    for (auto& w : workers_) w.join();
+    for (auto& w : workers_)
+      w.join();
     workers_.clear();
   }
 
@@ -111,9 +113,15 @@ ThreadPool& pool() {
 
 }  // namespace
 
-int get_num_threads() { return pool().size(); }
-void set_num_threads(int n) { pool().resize(n); }
-bool in_parallel_region() { return t_in_parallel; }
+int get_num_threads() {
+  return pool().size();
+}
+void set_num_threads(int n) {
+  pool().resize(n);
+}
+bool in_parallel_region() {
+  return t_in_parallel;
+}
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn) {

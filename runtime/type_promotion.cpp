@@ -3,7 +3,9 @@
 namespace kiln {
 namespace {
 
-int category(DType t) { return t == kBool ? 0 : is_integral(t, false) ? 1 : 2; }
+int category(DType t) {
+  return t == kBool ? 0 : is_integral(t, false) ? 1 : 2;
+}
 
 // `higher` is the result of the more important tier; `lower` only matters when it is of a
 // higher category.

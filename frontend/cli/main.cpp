@@ -52,9 +52,8 @@ int main(int argc, char** argv) {
     if (cmd == "version") {
       std::cout << "kiln " << KILN_VERSION << " (LLVM backend: " << (KILN_WITH_LLVM ? "on" : "off")
                 << ", CUDA backend: " << (KILN_WITH_CUDA ? "on, NVRTC " : "off")
-                << kiln::cuda::nvrtc_version()
-                << ", CUDA devices: " << kiln::cuda_device_count() << ", threads: "
-                << kiln::get_num_threads() << ")\n";
+                << kiln::cuda::nvrtc_version() << ", CUDA devices: " << kiln::cuda_device_count()
+                << ", threads: " << kiln::get_num_threads() << ")\n";
       return 0;
     }
     if (cmd == "help" || cmd == "--help" || cmd == "-h") return usage(std::cout, 0);

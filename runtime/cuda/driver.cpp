@@ -50,13 +50,23 @@ Driver& driver() {
 
 }  // namespace
 
-bool driver_loaded() { return driver().error.empty(); }
-const std::string& driver_error() { return driver().error; }
-int device_count() { return driver_loaded() ? driver().count : 0; }
+bool driver_loaded() {
+  return driver().error.empty();
+}
+const std::string& driver_error() {
+  return driver().error;
+}
+int device_count() {
+  return driver_loaded() ? driver().count : 0;
+}
 
 }  // namespace kiln::cuda
 
 namespace kiln {
-bool cuda_is_available() { return cuda::device_count() > 0; }
-int cuda_device_count() { return cuda::device_count(); }
+bool cuda_is_available() {
+  return cuda::device_count() > 0;
+}
+int cuda_device_count() {
+  return cuda::device_count();
+}
 }  // namespace kiln

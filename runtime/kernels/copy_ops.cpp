@@ -75,9 +75,11 @@ void fill_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<con
     it.for_each([&](char** data, const int64_t* s, int64_t n) {
       if (s[0] == sizeof(T)) {
         T* out = reinterpret_cast<T*>(data[0]);
-        for (int64_t i = 0; i < n; ++i) out[i] = v;
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = v;
       } else {
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(data[0] + i * s[0]) = v;
+        for (int64_t i = 0; i < n; ++i)
+          *reinterpret_cast<T*>(data[0] + i * s[0]) = v;
       }
     });
   });
@@ -112,7 +114,8 @@ std::vector<OutputGeometry> cat_shape(const OpDef& op, std::span<const MetaRef> 
 
 DType cat_dtype(const OpDef&, std::span<const MetaRef> in, const void*, size_t) {
   DType t = in[0].dtype;
-  for (const MetaRef& m : in) t = promote_types(t, m.dtype);
+  for (const MetaRef& m : in)
+    t = promote_types(t, m.dtype);
   return t;
 }
 
@@ -142,8 +145,8 @@ void register_copy_ops(OpTable& table) {
   fill.dtype = rules::same_dtype;
   fill.compute[cpu] = fill_kernel;
 
-  OpDef& convert = table.add<DTypeAttrs>("convert", {"self"}, kPointwise | kRecomputable,
-                                         "DTypeAttrs");
+  OpDef& convert =
+      table.add<DTypeAttrs>("convert", {"self"}, kPointwise | kRecomputable, "DTypeAttrs");
   convert.shape = rules::same_shape;
   convert.dtype = convert_dtype;
   convert.compute[cpu] = convert_kernel;

@@ -12,8 +12,8 @@ namespace kiln {
 int64_t arange_length(const ArangeAttrs& a) {
   double start = a.start.to_double(), end = a.end.to_double(), step = a.step.to_double();
   KILN_CHECK(step != 0, "arange: step must be nonzero");
-  KILN_CHECK(std::isfinite(start) && std::isfinite(end),
-             "arange: unsupported range {} -> {}", start, end);
+  KILN_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range {} -> {}",
+             start, end);
   KILN_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
              "arange: upper bound and lower bound inconsistent with step sign "
              "(start={}, end={}, step={})",
@@ -37,8 +37,7 @@ DType dtype_of_attrs(const OpDef&, std::span<const MetaRef>, const void* attrs, 
   return attrs_of<A>(attrs).dtype;
 }
 template <class A>
-std::vector<OutputGeometry> size_shape(const OpDef&, std::span<const MetaRef>,
-                                       const void* attrs) {
+std::vector<OutputGeometry> size_shape(const OpDef&, std::span<const MetaRef>, const void* attrs) {
   return {OutputGeometry{attrs_of<A>(attrs).size}};
 }
 
@@ -106,15 +105,15 @@ void register_factory_ops(OpTable& table) {
   empty.attr_device = device_of<FullAttrs>;
   empty.compute[cpu] = empty_kernel;
 
-  OpDef& full = table.add<FullAttrs>("full", {}, kFactory | kNonDifferentiable | kRecomputable,
-                                     "FullAttrs");
+  OpDef& full =
+      table.add<FullAttrs>("full", {}, kFactory | kNonDifferentiable | kRecomputable, "FullAttrs");
   full.shape = size_shape<FullAttrs>;
   full.dtype = dtype_of_attrs<FullAttrs>;
   full.attr_device = device_of<FullAttrs>;
   full.compute[cpu] = full_kernel;
 
-  OpDef& arange = table.add<ArangeAttrs>("arange", {}, kFactory | kNonDifferentiable,
-                                         "ArangeAttrs");
+  OpDef& arange =
+      table.add<ArangeAttrs>("arange", {}, kFactory | kNonDifferentiable, "ArangeAttrs");
   arange.shape = arange_shape;
   arange.dtype = dtype_of_attrs<ArangeAttrs>;
   arange.attr_device = device_of<ArangeAttrs>;

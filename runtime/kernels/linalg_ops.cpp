@@ -35,8 +35,9 @@ std::vector<OutputGeometry> bmm_shape(const OpDef& op, std::span<const MetaRef> 
 }
 
 DType matmul_dtype(const OpDef& op, std::span<const MetaRef> in, const void*, size_t) {
-  KILN_CHECK(in[0].dtype == in[1].dtype, "{}: expected both operands to have the same dtype, got {} and {}",
-             op.name, in[0].dtype, in[1].dtype);
+  KILN_CHECK(in[0].dtype == in[1].dtype,
+             "{}: expected both operands to have the same dtype, got {} and {}", op.name,
+             in[0].dtype, in[1].dtype);
   KILN_CHECK(is_floating(in[0].dtype), "{}: dtype {} is not supported (expected floating point)",
              op.name, in[0].dtype);
   return in[0].dtype;

@@ -15,8 +15,7 @@ std::vector<OutputGeometry> broadcast_shape(const OpDef& op, std::span<const Met
   return {OutputGeometry{std::move(shape)}};
 }
 
-std::vector<OutputGeometry> same_shape(const OpDef&, std::span<const MetaRef> inputs,
-                                       const void*) {
+std::vector<OutputGeometry> same_shape(const OpDef&, std::span<const MetaRef> inputs, const void*) {
   return {OutputGeometry{Shape(inputs[0].sizes.begin(), inputs[0].sizes.end())}};
 }
 

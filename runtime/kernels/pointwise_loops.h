@@ -15,10 +15,12 @@ void unary_loop(const TensorIterator& it, const F& f) {
     auto* out = reinterpret_cast<Out*>(data[0]);
     const auto* in = reinterpret_cast<const In*>(data[1]);
     if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(in[i])));
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<Out>(f(static_cast<C>(in[i])));
     } else if (s[0] == sizeof(Out) && s[1] == 0) {
       Out v = static_cast<Out>(f(static_cast<C>(in[0])));
-      for (int64_t i = 0; i < n; ++i) out[i] = v;
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = v;
     } else {
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(data[0] + i * s[0]) =
@@ -43,10 +45,12 @@ void binary_loop(const TensorIterator& it, const F& f) {
       }
     } else if (s[0] == so && s[1] == si && s[2] == 0) {
       C bv = static_cast<C>(b[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(a[i]), bv));
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<Out>(f(static_cast<C>(a[i]), bv));
     } else if (s[0] == so && s[1] == 0 && s[2] == si) {
       C av = static_cast<C>(a[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(av, static_cast<C>(b[i])));
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<Out>(f(av, static_cast<C>(b[i])));
     } else {
       for (int64_t i = 0; i < n; ++i) {
         C x = static_cast<C>(*reinterpret_cast<const In*>(data[1] + i * s[1]));

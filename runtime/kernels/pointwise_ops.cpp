@@ -18,9 +18,9 @@ namespace {
 // ---- dtype rules ----
 
 enum class Promote {
-  Same,          // result_type of the operands
-  IntToFloat,    // as Same, then integer and bool results become the default float
-  NoBool,        // as Same; bool operands are an error (sub, neg)
+  Same,        // result_type of the operands
+  IntToFloat,  // as Same, then integer and bool results become the default float
+  NoBool,      // as Same; bool operands are an error (sub, neg)
 };
 
 template <Promote P>
@@ -61,8 +61,8 @@ void unary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<co
 
 // Binary tensor-tensor: Math is `operator()(V a, V b, V alpha)`.
 template <class Math>
-void binary_kernel(const OpDef& op, std::span<const Tensor> outputs,
-                   std::span<const Tensor> inputs, const void* attrs) {
+void binary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                   const void* attrs) {
   DType dtype = outputs[0].dtype();
   std::vector<Tensor> cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
@@ -76,8 +76,8 @@ void binary_kernel(const OpDef& op, std::span<const Tensor> outputs,
 
 // Binary tensor-scalar: the scalar is an attribute, so the loop is unary.
 template <class Math>
-void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
-                   std::span<const Tensor> inputs, const void* attrs) {
+void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                   const void* attrs) {
   DType dtype = outputs[0].dtype();
   std::vector<Tensor> cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
@@ -90,13 +90,13 @@ void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
 }
 
 // ---- the math, as functors over any value type ----
-#define KILN_MATH2(Name, expr)                  \
-  struct Name {                                 \
-    template <class V>                          \
-    V operator()(V a, V b, V alpha) const {     \
-      (void)alpha;                              \
-      return expr;                              \
-    }                                           \
+#define KILN_MATH2(Name, expr)              \
+  struct Name {                             \
+    template <class V>                      \
+    V operator()(V a, V b, V alpha) const { \
+      (void)alpha;                          \
+      return expr;                          \
+    }                                       \
   };
 KILN_MATH2(AddMath, math::add(a, b, alpha))
 KILN_MATH2(SubMath, math::sub(a, b, alpha))
@@ -104,12 +104,12 @@ KILN_MATH2(MulMath, math::mul(a, b))
 KILN_MATH2(DivMath, math::div(a, b))
 #undef KILN_MATH2
 
-#define KILN_MATH1(Name, expr)  \
-  struct Name {                 \
-    template <class V>          \
-    V operator()(V x) const {   \
-      return expr;              \
-    }                           \
+#define KILN_MATH1(Name, expr) \
+  struct Name {                \
+    template <class V>         \
+    V operator()(V x) const {  \
+      return expr;             \
+    }                          \
   };
 KILN_MATH1(NegMath, math::neg(x))
 KILN_MATH1(ExpMath, math::exp_(x))
@@ -121,14 +121,14 @@ KILN_MATH1(ReluMath, math::relu(x))
 
 template <class Math, Promote P>
 void def_binary(OpTable& table, const std::string& name) {
-  OpDef& t = table.add<AlphaAttrs>(name, {"self", "other"}, kPointwise | kRecomputable,
-                                   "AlphaAttrs");
+  OpDef& t =
+      table.add<AlphaAttrs>(name, {"self", "other"}, kPointwise | kRecomputable, "AlphaAttrs");
   t.shape = rules::broadcast_shape;
   t.dtype = tensor_dtype_rule<P>;
   t.compute[static_cast<int>(DispatchKey::CPU)] = binary_kernel<Math>;
 
-  OpDef& s = table.add<ScalarOperandAttrs>(name + "_scalar", {"self"},
-                                           kPointwise | kRecomputable, "ScalarOperandAttrs");
+  OpDef& s = table.add<ScalarOperandAttrs>(name + "_scalar", {"self"}, kPointwise | kRecomputable,
+                                           "ScalarOperandAttrs");
   s.shape = rules::same_shape;
   s.dtype = scalar_dtype_rule<P>;
   s.compute[static_cast<int>(DispatchKey::CPU)] = scalar_kernel<Math>;

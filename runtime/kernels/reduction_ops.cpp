@@ -71,12 +71,15 @@ acc_t<T> sum_contiguous(const T* x, int64_t n) {
   A acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) acc[j] += static_cast<A>(x[i + j]);
+    for (int j = 0; j < kLanes; ++j)
+      acc[j] += static_cast<A>(x[i + j]);
   }
   A total = 0;
-  for (; i < n; ++i) total += static_cast<A>(x[i]);
+  for (; i < n; ++i)
+    total += static_cast<A>(x[i]);
   for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    for (int j = 0; j < w; ++j)
+      acc[j] += acc[j + w];
   }
   return total + acc[0];
 }
@@ -98,7 +101,8 @@ void reduce_rows(const T* x, T* out, int64_t outer, int64_t r_size, double scale
       }
     });
     A total = 0;
-    for (A p : partial) total += p;
+    for (A p : partial)
+      total += p;
     out[0] = static_cast<T>(static_cast<double>(total) * scale);
     return;
   }
@@ -128,7 +132,8 @@ void reduce_columns(const T* x, T* out, int64_t r_size, int64_t k_size, double s
       std::fill(acc, acc + n, A(0));
       for (int64_t r = 0; r < r_size; ++r) {
         const T* row = x + r * k_size + k0;
-        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<A>(row[j]);
+        for (int64_t j = 0; j < n; ++j)
+          acc[j] += static_cast<A>(row[j]);
       }
       for (int64_t j = 0; j < n; ++j) {
         if constexpr (std::is_floating_point_v<T>) {
@@ -147,8 +152,8 @@ void sum_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<cons
   const auto& a = *static_cast<const ReduceAttrs*>(attrs);
   const Tensor& out = outputs[0];
   // Compute in a type the loops support: half types in float, integers and bool in int64.
-  DType compute = is_floating(out.dtype()) && element_size(out.dtype()) == 2 ? kFloat32
-                                                                              : out.dtype();
+  DType compute =
+      is_floating(out.dtype()) && element_size(out.dtype()) == 2 ? kFloat32 : out.dtype();
   Tensor x = inputs[0].dtype() == compute ? inputs[0] : inputs[0].to(compute);
   Tensor result = out.dtype() == compute ? out : empty_tensor(out.sizes(), compute, out.device());
 
@@ -169,10 +174,10 @@ void sum_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<cons
   if (kMean && reduced_numel == 0) scale = std::numeric_limits<double>::quiet_NaN();
 
   // Reduced dims first in memory order on a contiguous input: column form.
-  bool reduced_outer = x.is_contiguous() &&
-                       std::all_of(reduced.begin(), reduced.end(), [&](int64_t d) {
-                         return d < static_cast<int64_t>(reduced.size());
-                       });
+  bool reduced_outer =
+      x.is_contiguous() && std::all_of(reduced.begin(), reduced.end(), [&](int64_t d) {
+        return d < static_cast<int64_t>(reduced.size());
+      });
   auto run = [&]<class T>() {
     T* dst = result.data_ptr<T>();
     if (kept_numel == 0) return;

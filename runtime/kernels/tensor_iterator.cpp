@@ -32,8 +32,10 @@ TensorIterator::TensorIterator(std::span<const Tensor> outputs, std::span<const 
     data_[op] = static_cast<char*>(impl->data());
     ++op;
   };
-  for (const Tensor& t : outputs) add_operand(t);
-  for (const Tensor& t : inputs) add_operand(t);
+  for (const Tensor& t : outputs)
+    add_operand(t);
+  for (const Tensor& t : inputs)
+    add_operand(t);
 
   // Drop size-1 dims, keeping innermost-first order.
   std::array<int, kMaxDims> dims{};
@@ -43,9 +45,8 @@ TensorIterator::TensorIterator(std::span<const Tensor> outputs, std::span<const 
   }
   // Walk the output in memory order: sort dims by the output's stride (stable, so ties keep
   // the logical order). This matters for in-place ops on transposed outputs.
-  std::stable_sort(dims.begin(), dims.begin() + nd, [&](int a, int b) {
-    return std::abs(strides[0][a]) < std::abs(strides[0][b]);
-  });
+  std::stable_sort(dims.begin(), dims.begin() + nd,
+                   [&](int a, int b) { return std::abs(strides[0][a]) < std::abs(strides[0][b]); });
 
   // Merge neighbours that are contiguous for every operand.
   ndim_ = 0;
@@ -63,20 +64,23 @@ TensorIterator::TensorIterator(std::span<const Tensor> outputs, std::span<const 
       }
     }
     shape_[ndim_] = size;
-    for (int o = 0; o < nops_; ++o) strides_[o][ndim_] = strides[o][d];
+    for (int o = 0; o < nops_; ++o)
+      strides_[o][ndim_] = strides[o][d];
     ++ndim_;
   }
   if (ndim_ == 0) {  // a scalar, or every dim was size 1
     ndim_ = 1;
     shape_[0] = numel_ == 0 ? 0 : 1;
-    for (int o = 0; o < nops_; ++o) strides_[o][0] = 0;
+    for (int o = 0; o < nops_; ++o)
+      strides_[o][0] = 0;
   }
 }
 
 std::vector<Tensor> cast_inputs(std::span<const Tensor> inputs, DType dtype) {
   std::vector<Tensor> out;
   out.reserve(inputs.size());
-  for (const Tensor& t : inputs) out.push_back(t.dtype() == dtype ? t : t.to(dtype));
+  for (const Tensor& t : inputs)
+    out.push_back(t.dtype() == dtype ? t : t.to(dtype));
   return out;
 }
 

@@ -59,11 +59,13 @@ class TensorIterator {
     }
     for (int op = 0; op < nops_; ++op) {
       char* p = data_[op];
-      for (int d = 0; d < ndim_; ++d) p += idx[d] * strides_[op][d];
+      for (int d = 0; d < ndim_; ++d)
+        p += idx[d] * strides_[op][d];
       ptrs[op] = p;
     }
     std::array<int64_t, kMaxOperands> inner{};
-    for (int op = 0; op < nops_; ++op) inner[op] = strides_[op][0];
+    for (int op = 0; op < nops_; ++op)
+      inner[op] = strides_[op][0];
     int64_t pos = begin;
     while (pos < end) {
       int64_t n = std::min(shape_[0] - idx[0], end - pos);
@@ -71,14 +73,17 @@ class TensorIterator {
       pos += n;
       if (pos >= end) break;
       // Advance the multi-index past the finished run, carrying into outer dims.
-      for (int op = 0; op < nops_; ++op) ptrs[op] += (n - 1) * strides_[op][0];
+      for (int op = 0; op < nops_; ++op)
+        ptrs[op] += (n - 1) * strides_[op][0];
       idx[0] += n - 1;
       for (int d = 0; d < ndim_; ++d) {
         if (++idx[d] < shape_[d]) {
-          for (int op = 0; op < nops_; ++op) ptrs[op] += strides_[op][d];
+          for (int op = 0; op < nops_; ++op)
+            ptrs[op] += strides_[op][d];
           break;
         }
-        for (int op = 0; op < nops_; ++op) ptrs[op] -= (shape_[d] - 1) * strides_[op][d];
+        for (int op = 0; op < nops_; ++op)
+          ptrs[op] -= (shape_[d] - 1) * strides_[op][d];
         idx[d] = 0;
       }
     }
@@ -88,7 +93,7 @@ class TensorIterator {
   int ndim_ = 0;
   int nops_ = 0;
   int64_t numel_ = 0;
-  std::array<int64_t, kMaxDims> shape_{};  // innermost first
+  std::array<int64_t, kMaxDims> shape_{};                              // innermost first
   std::array<std::array<int64_t, kMaxDims>, kMaxOperands> strides_{};  // bytes, innermost first
   std::array<char*, kMaxOperands> data_{};
 };

@@ -24,8 +24,8 @@ Shape infer_size(std::string_view op, ShapeRef requested, int64_t numel) {
     }
   }
   if (infer_at >= 0) {
-    KILN_CHECK(known != 0 && numel % known == 0,
-               "{}: shape {} is invalid for input of size {}", op, shape_str(requested), numel);
+    KILN_CHECK(known != 0 && numel % known == 0, "{}: shape {} is invalid for input of size {}", op,
+               shape_str(requested), numel);
     out[static_cast<size_t>(infer_at)] = numel / known;
   } else {
     KILN_CHECK(known == numel, "{}: shape {} is invalid for input of size {}", op,
@@ -44,7 +44,8 @@ std::optional<Shape> view_strides(ShapeRef sizes, ShapeRef strides, ShapeRef new
   int64_t tensor_numel = 1, view_numel = 1;
   for (auto d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     tensor_numel *= sizes[d];
-    bool chunk_ends = d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride);
+    bool chunk_ends =
+        d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride);
     if (chunk_ends) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
         out[view_d] = view_numel * chunk_base_stride;

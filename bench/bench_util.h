@@ -1,0 +1,38 @@
+// Shared benchmark plumbing: the copy-bandwidth reference every memory-bound workload is
+// compared with, measured in the same process, and plain-number counters computed from a
+// timer around the benchmark loop.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+
+namespace kiln::bench {
+
+// Bandwidth (bytes read + bytes written per second) of a parallel memcpy of `bytes` bytes on
+// the runtime's thread pool: the best this machine does for a streaming workload. Best of
+// several warm runs; measured once per process and cached.
+double copy_bandwidth_bytes_per_s(int64_t bytes = int64_t{64} << 20);
+
+void parallel_memcpy(char* dst, const char* src, int64_t bytes);
+
+// Wall-clock timer started before a benchmark's loop.
+class LoopTimer {
+ public:
+  LoopTimer() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Adds "GB/s" (ideal bytes per second) and "copy_frac" (that over the copy bandwidth).
+void report_bandwidth(benchmark::State& state, const LoopTimer& timer,
+                      int64_t ideal_bytes_per_iter);
+// Adds "ns/op": wall time per iteration divided by ops per iteration.
+void report_ns_per_op(benchmark::State& state, const LoopTimer& timer, int64_t ops_per_iter);
+
+}  // namespace kiln::bench

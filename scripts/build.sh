@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configures and builds Kiln into a build directory (default: build/). Extra arguments go to
+# CMake, e.g. scripts/build.sh build-asan -DKILN_SANITIZE=ON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=${1:-build}
+shift || true
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+# Two jobs on the two-core machines this project is built on; more only where there are more.
+ninja -C "$build_dir" -j "$(nproc)"

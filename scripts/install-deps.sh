@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Kiln builds against, only those that are missing, so running it
+# twice is cheap. Needs root (as the README's commands are run).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache
+  llvm-19-dev libopenblas-dev libfmt-dev
+  libgtest-dev googletest libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "kiln: installing missing packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "kiln: all build dependencies are installed"
+fi
