@@ -54,11 +54,11 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
 }
 
 namespace {
-Tensor random_tensor(const char* name, Shape size, const TensorOptions& options,
-                     uint64_t elements_per_block) {
+Tensor random_tensor(const char* name, Shape size, const TensorOptions& options, bool normal) {
   const OpDef& op = op_named(name);
   DType dtype = options.dtype_or();
   KILN_CHECK(is_floating(dtype), "{}: expected a floating point dtype, got {}", name, dtype);
+  uint64_t elements_per_block = random_elements_per_block(normal, dtype == kFloat64);
   auto numel = static_cast<uint64_t>(shape_numel(size));
   GeneratorState g = reserve_random_blocks((numel + elements_per_block - 1) / elements_per_block);
   RandomAttrs a{std::move(size), dtype, options.device_or(), static_cast<int64_t>(g.seed),
@@ -68,10 +68,10 @@ Tensor random_tensor(const char* name, Shape size, const TensorOptions& options,
 }  // namespace
 
 Tensor rand(Shape size, TensorOptions options) {
-  return random_tensor("rand", std::move(size), options, 4);
+  return random_tensor("rand", std::move(size), options, false);
 }
 Tensor randn(Shape size, TensorOptions options) {
-  return random_tensor("randn", std::move(size), options, 2);
+  return random_tensor("randn", std::move(size), options, true);
 }
 
 namespace detail {

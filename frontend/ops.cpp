@@ -10,13 +10,6 @@
 
 namespace kiln {
 
-// Each public function looks its op up once and keeps the reference.
-#define KILN_OP(name)                       \
-  [] {                                      \
-    static const OpDef& op_ = get_op(name); \
-    return std::cref(op_);                  \
-  }()
-
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   return call_op1(KILN_OP("add"), {a, b}, AlphaAttrs{alpha});
 }
@@ -79,21 +72,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   KILN_CHECK(da >= 1 && db >= 1,
              "matmul: both arguments need at least 1 dimension, got shapes {} and {}",
              shape_str(a.sizes()), shape_str(b.sizes()));
-  if (da == 1 && db == 1) {
-    KILN_CHECK(a.size(0) == b.size(0),
-               "matmul: 1-D tensors of shapes {} and {} must have the same size for a dot product",
-               shape_str(a.sizes()), shape_str(b.sizes()));
-    return mm(a.unsqueeze(0), b.unsqueeze(1)).view({});
-  }
+  // The inner dims must agree; checked here so that the message names matmul and the shapes
+  // the user passed, not the internal mm/bmm call on reshaped operands.
+  int64_t k_a = a.size(-1), k_b = db == 1 ? b.size(0) : b.size(-2);
+  KILN_CHECK(k_a == k_b,
+             "matmul: shapes {} and {} cannot be multiplied (inner dimensions {} and {} differ)",
+             shape_str(a.sizes()), shape_str(b.sizes()), k_a, k_b);
+  if (da == 1 && db == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).view({});
   if (da == 2 && db == 2) return mm(a, b);
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
   if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
   // Batched: a 1-D operand gains a matrix dim that is dropped from the result afterwards.
   Tensor a3 = da == 1 ? a.unsqueeze(0) : a;
   Tensor b3 = db == 1 ? b.unsqueeze(1) : b;
-  int64_t n = a3.size(-2), k = a3.size(-1), k2 = b3.size(-2), m = b3.size(-1);
-  KILN_CHECK(k == k2, "matmul: shapes {} and {} cannot be multiplied ({} vs {} in the inner dim)",
-             shape_str(a.sizes()), shape_str(b.sizes()), k, k2);
+  int64_t n = a3.size(-2), k = a3.size(-1), m = b3.size(-1);
   Shape batch_a(a3.sizes().begin(), a3.sizes().end() - 2);
   Shape batch_b(b3.sizes().begin(), b3.sizes().end() - 2);
   Shape batch = broadcast_shapes("matmul", batch_a, batch_b);

@@ -35,42 +35,41 @@ std::string backend_name(Device d) {
   return d.is_cpu() ? "CPU" : d.is_cuda() ? "CUDA" : "Meta";
 }
 
-// One format for every element so that columns line up: integers plainly, floats with four
-// decimals, or in scientific notation when magnitudes make fixed point unreadable.
-struct ElementFormat {
-  bool integral = false;
-  bool scientific = false;
-  int width = 1;
-
-  std::string str(double v) const {
-    if (integral) return fmt::format("{}", static_cast<int64_t>(v));
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return scientific ? fmt::format("{:.4e}", v) : fmt::format("{:.4f}", v);
+// Every element as text, in one format so that columns line up: integers exactly, floats with
+// four decimals, or in scientific notation when magnitudes make fixed point unreadable.
+std::vector<std::string> element_strings(const Tensor& t) {
+  std::vector<std::string> out;
+  if (!is_floating(t.dtype())) {
+    for (int64_t v : t.to_vector<int64_t>())
+      out.push_back(fmt::format("{}", v));
+    return out;
   }
-};
-
-ElementFormat choose_format(const std::vector<double>& values, DType dtype) {
-  ElementFormat f;
-  f.integral = !is_floating(dtype);
+  std::vector<double> values = t.to_vector<double>();
   double max_abs = 0, min_abs = INFINITY;
   for (double v : values) {
     if (!std::isfinite(v)) continue;
     max_abs = std::max(max_abs, std::abs(v));
     if (v != 0) min_abs = std::min(min_abs, std::abs(v));
   }
-  f.scientific = !f.integral && (max_abs >= 1e5 || (min_abs < 1e-4 && max_abs > 0));
-  for (double v : values)
-    f.width = std::max(f.width, static_cast<int>(f.str(v).size()));
-  return f;
+  bool scientific = max_abs >= 1e5 || (min_abs < 1e-4 && max_abs > 0);
+  for (double v : values) {
+    if (std::isnan(v)) {
+      out.emplace_back("nan");
+    } else if (std::isinf(v)) {
+      out.emplace_back(v > 0 ? "inf" : "-inf");
+    } else {
+      out.push_back(scientific ? fmt::format("{:.4e}", v) : fmt::format("{:.4f}", v));
+    }
+  }
+  return out;
 }
 
-void print_matrix(std::ostream& os, const std::vector<double>& v, size_t base, int64_t rows,
-                  int64_t cols, const ElementFormat& f) {
+void print_matrix(std::ostream& os, const std::vector<std::string>& v, size_t width, size_t base,
+                  int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
-      std::string s = f.str(v[base + static_cast<size_t>(r * cols + c)]);
-      os << std::string(static_cast<size_t>(f.width + 1) - s.size(), ' ') << s;
+      const std::string& s = v[base + static_cast<size_t>(r * cols + c)];
+      os << std::string(width + 1 - s.size(), ' ') << s;
       if (c + 1 < cols) os << ' ';
     }
     os << '\n';
@@ -84,11 +83,13 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   std::string tag = fmt::format("[ {}{}Type{{{}}} ]", backend_name(t.device()),
                                 type_name(t.dtype()), fmt::join(t.sizes(), ","));
   if (t.device().is_meta()) return os << "<meta tensor, no data>\n" << tag;
-  std::vector<double> v = t.to_vector<double>();
-  ElementFormat f = choose_format(v, t.dtype());
-  if (t.dim() == 0) return os << f.str(v[0]) << "\n" << tag;
+  std::vector<std::string> v = element_strings(t);
+  size_t width = 1;
+  for (const std::string& s : v)
+    width = std::max(width, s.size());
+  if (t.dim() == 0) return os << v[0] << "\n" << tag;
   if (t.dim() == 1) {
-    print_matrix(os, v, 0, t.size(0), 1, f);
+    print_matrix(os, v, width, 0, t.size(0), 1);
   } else {
     int64_t rows = t.size(-2), cols = t.size(-1);
     int64_t matrices = rows * cols == 0 ? 0 : t.numel() / (rows * cols);
@@ -103,7 +104,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
         }
         os << "(" << fmt::format("{}", fmt::join(idx, ",")) << ",.,.) = \n";
       }
-      print_matrix(os, v, static_cast<size_t>(m * rows * cols), rows, cols, f);
+      print_matrix(os, v, width, static_cast<size_t>(m * rows * cols), rows, cols);
       if (t.dim() > 2 && m + 1 < matrices) os << '\n';
     }
   }

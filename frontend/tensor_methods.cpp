@@ -11,12 +11,6 @@
 
 namespace kiln {
 
-#define KILN_OP(name)                       \
-  [] {                                      \
-    static const OpDef& op_ = get_op(name); \
-    return std::cref(op_);                  \
-  }()
-
 namespace detail {
 void check_host_access(const Tensor& t, DType want, const char* accessor) {
   KILN_CHECK(t.defined(), "{}: the tensor is undefined", accessor);
@@ -102,7 +96,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
 }
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   KILN_CHECK(this->dim() > 0, "narrow: cannot narrow a 0-dim tensor");
-  int64_t size = this->size(dim);
+  int64_t size = sizes()[static_cast<size_t>(wrap_dim("narrow", dim, this->dim()))];
   int64_t s = start < 0 ? start + size : start;
   KILN_CHECK(s >= 0 && length >= 0 && s + length <= size,
              "narrow: start ({}) + length ({}) exceeds dimension size ({}) of shape {}", start,
@@ -242,8 +236,10 @@ Tensor operator*(const Scalar& a, const Tensor& b) {
   return mul(b, a);
 }
 Tensor operator/(const Scalar& a, const Tensor& b) {
-  // A 0-dim tensor promotes like a Python number against a dimensioned tensor.
-  return div(full({}, a, TensorOptions(a.default_dtype()).device(b.device())), b);
+  // A 0-dim tensor promotes like a Python number against a dimensioned tensor; giving it b's
+  // dtype when b is floating keeps float64 division exact.
+  DType t = is_floating(b.dtype()) ? b.dtype() : a.default_dtype();
+  return div(full({}, a, TensorOptions(t).device(b.device())), b);
 }
 
 }  // namespace kiln

@@ -45,6 +45,13 @@ inline const OpDef& get_op(std::string_view name) {
   return OpTable::instance().get(name);
 }
 
+// KILN_OP("add"): the op's entry, looked up once per call site and then kept.
+#define KILN_OP(name)                                       \
+  [] {                                                      \
+    static const ::kiln::OpDef& op_ = ::kiln::get_op(name); \
+    return std::cref(op_);                                  \
+  }()
+
 // Registration entry points, one per op family (runtime/kernels/).
 void register_pointwise_ops(OpTable& table);
 void register_reduction_ops(OpTable& table);

@@ -35,12 +35,21 @@ struct Philox4x32 {
 };
 
 // Note [Random streams]
-// A random op with attributes (seed, offset) fills element i from Philox block
-// (key = seed, counter = offset + i / 4) for uniform values, word i % 4; normal values use block
-// offset + i / 2 and the Box-Muller transform of its words (2*(i%2), 2*(i%2)+1). The generator
-// advances `offset` by the number of blocks a call used. Every backend must follow this rule.
-inline float uniform_float(uint32_t bits) {
-  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);  // [0, 1), 24 bits
+// A random op with attributes (seed, offset) fills element i from Philox blocks keyed by seed:
+//  - uniform float32 and half types: block (offset + i / 4), word i % 4, keeping as many top
+//    bits as the type has mantissa digits (24, 11 for float16, 8 for bfloat16) so that
+//    rounding to the type can never reach 1.0;
+//  - uniform float64: block (offset + i / 2), words 2*(i%2) and 2*(i%2)+1 for 53 bits;
+//  - normal: block (offset + i / 2), Box-Muller of words 2*(i%2) and 2*(i%2)+1.
+// random_elements_per_block() gives the divisor; the generator advances `offset` by the
+// number of blocks a call used. Every backend (the CPU kernel in
+// runtime/kernels/factory_ops.cpp, later the CUDA one) follows this rule.
+inline uint64_t random_elements_per_block(bool normal, bool is_double) {
+  return normal || is_double ? 2 : 4;
+}
+// Uniform on [0, 1) with `digits` random bits.
+inline float uniform_float(uint32_t bits, int digits = 24) {
+  return std::ldexp(static_cast<float>(bits >> (32 - digits)), -digits);
 }
 inline double uniform_double(uint32_t hi, uint32_t lo) {
   uint64_t bits = (static_cast<uint64_t>(hi) << 21) ^ (lo >> 11);  // 53 bits

@@ -22,9 +22,14 @@ template <class T>
 std::vector<T> Tensor::to_vector() const {
   Tensor src = dtype() == dtype_of<T> ? contiguous() : to(dtype_of<T>);
   detail::check_host_access(src, dtype_of<T>, "to_vector");
-  std::vector<T> out(static_cast<size_t>(src.numel()));
-  if (!out.empty()) std::memcpy(out.data(), src.impl()->data(), out.size() * sizeof(T));
-  return out;
+  const T* data = static_cast<const T*>(src.impl()->data());
+  if constexpr (std::is_same_v<T, bool>) {
+    return std::vector<bool>(data, data + src.numel());  // vector<bool> is packed: no memcpy
+  } else {
+    std::vector<T> out(static_cast<size_t>(src.numel()));
+    if (!out.empty()) std::memcpy(out.data(), data, out.size() * sizeof(T));
+    return out;
+  }
 }
 
 template <class T>

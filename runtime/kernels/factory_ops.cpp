@@ -81,14 +81,16 @@ void random_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
           auto w = Philox4x32::block(seed, offset + u / 2, 0);
           size_t k = 2 * (u % 2);
           p[i] = static_cast<T>(static_cast<compute_t<T>>(box_muller(w[k], w[k + 1])));
+        } else if constexpr (std::is_same_v<T, double>) {
+          auto w = Philox4x32::block(seed, offset + u / 2, 0);
+          size_t k = 2 * (u % 2);
+          p[i] = uniform_double(w[k], w[k + 1]);
         } else {
           auto w = Philox4x32::block(seed, offset + u / 4, 0);
-          if constexpr (std::is_same_v<T, double>) {
-            // Doubles need 53 bits: the word and its neighbour within the block.
-            p[i] = uniform_double(w[u % 4], w[(u + 1) % 4]);
-          } else {
-            p[i] = static_cast<T>(uniform_float(w[u % 4]));
-          }
+          constexpr int digits = std::is_same_v<T, Half>       ? 11
+                                 : std::is_same_v<T, BFloat16> ? 8
+                                                               : 24;
+          p[i] = static_cast<T>(uniform_float(w[u % 4], digits));
         }
       }
     });

@@ -33,16 +33,36 @@ DType check_promotion(const OpDef& op, DType t) {
   return t;
 }
 
+// As torch: alpha may not be a float for an integer result (the kernel would silently truncate
+// it), and a bool alpha only makes sense for a bool result.
+DType check_alpha(const OpDef& op, DType result, const Scalar& alpha) {
+  KILN_CHECK(!is_integral(result, true) || !alpha.is_floating(),
+             "{}: for integral input tensors (result dtype {}), argument alpha must not be a "
+             "floating point number (got {})",
+             op.name, result, alpha);
+  KILN_CHECK(!alpha.is_bool() || result == kBool,
+             "{}: a bool alpha is only supported for bool results (result dtype {})", op.name,
+             result);
+  return result;
+}
+
 template <Promote P>
-DType tensor_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
+DType unary_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
   return check_promotion<P>(op, result_type(inputs));
+}
+
+template <Promote P>
+DType binary_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
+                        size_t) {
+  const auto& a = *static_cast<const AlphaAttrs*>(attrs);
+  return check_alpha(op, check_promotion<P>(op, result_type(inputs)), a.alpha);
 }
 
 template <Promote P>
 DType scalar_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
                         size_t) {
   const auto& a = *static_cast<const ScalarOperandAttrs*>(attrs);
-  return check_promotion<P>(op, result_type(inputs, &a.other));
+  return check_alpha(op, check_promotion<P>(op, result_type(inputs, &a.other)), a.alpha);
 }
 
 // ---- kernels ----
@@ -124,7 +144,7 @@ void def_binary(OpTable& table, const std::string& name) {
   OpDef& t =
       table.add<AlphaAttrs>(name, {"self", "other"}, kPointwise | kRecomputable, "AlphaAttrs");
   t.shape = rules::broadcast_shape;
-  t.dtype = tensor_dtype_rule<P>;
+  t.dtype = binary_dtype_rule<P>;
   t.compute[static_cast<int>(DispatchKey::CPU)] = binary_kernel<Math>;
 
   OpDef& s = table.add<ScalarOperandAttrs>(name + "_scalar", {"self"}, kPointwise | kRecomputable,
@@ -138,7 +158,7 @@ template <class Math, Promote P>
 void def_unary(OpTable& table, const std::string& name) {
   OpDef& u = table.add<NoAttrs>(name, {"self"}, kPointwise | kRecomputable, "NoAttrs");
   u.shape = rules::same_shape;
-  u.dtype = tensor_dtype_rule<P>;
+  u.dtype = unary_dtype_rule<P>;
   u.compute[static_cast<int>(DispatchKey::CPU)] = unary_kernel<Math>;
 }
 
