@@ -111,6 +111,13 @@ const AttrVTable* make_attr_vtable() {
 
 }  // namespace detail
 
+// The typed view of an op's type-erased attribute pointer. Kernels and rules receive
+// `const void* attrs` and know their op's struct.
+template <class A>
+const A& attrs_as(const void* attrs) {
+  return *static_cast<const A*>(attrs);
+}
+
 template <class A>
 const AttrVTable* attr_vtable() {
   static const AttrVTable* vt = detail::make_attr_vtable<A>();

@@ -61,13 +61,13 @@ void convert_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<con
 }
 
 DType convert_dtype(const OpDef&, std::span<const MetaRef>, const void* attrs, size_t) {
-  return static_cast<const DTypeAttrs*>(attrs)->dtype;
+  return attrs_as<DTypeAttrs>(attrs).dtype;
 }
 
 void fill_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor>,
                  const void* attrs) {
   const Tensor& dst = outputs[0];
-  const Scalar& value = static_cast<const FillAttrs*>(attrs)->value;
+  const Scalar& value = attrs_as<FillAttrs>(attrs).value;
   Tensor outs[] = {dst};
   TensorIterator it(outs, {});
   KILN_DISPATCH_ALL(dst.dtype(), op.name, [&]<class T>() {
@@ -92,7 +92,7 @@ std::vector<OutputGeometry> cat_shape(const OpDef& op, std::span<const MetaRef> 
   const MetaRef& first = in[0];
   auto nd = static_cast<int64_t>(first.sizes.size());
   KILN_CHECK(nd > 0, "{}: zero-dimensional tensor (input 0) cannot be concatenated", op.name);
-  int64_t d = wrap_dim(op.name, static_cast<const DimAttrs*>(attrs)->dim, nd);
+  int64_t d = wrap_dim(op.name, attrs_as<DimAttrs>(attrs).dim, nd);
   Shape out(first.sizes.begin(), first.sizes.end());
   out[d] = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -122,7 +122,7 @@ DType cat_dtype(const OpDef&, std::span<const MetaRef> in, const void*, size_t) 
 void cat_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                 const void* attrs) {
   const Tensor& out = outputs[0];
-  int64_t d = wrap_dim("cat", static_cast<const DimAttrs*>(attrs)->dim, out.dim());
+  int64_t d = wrap_dim("cat", attrs_as<DimAttrs>(attrs).dim, out.dim());
   int64_t offset = 0;
   for (const Tensor& t : inputs) {
     int64_t n = t.size(d);

@@ -24,38 +24,33 @@ int64_t arange_length(const ArangeAttrs& a) {
 namespace {
 
 template <class A>
-const A& attrs_of(const void* p) {
-  return *static_cast<const A*>(p);
-}
-
-template <class A>
 Device device_of(const void* attrs) {
-  return attrs_of<A>(attrs).device;
+  return attrs_as<A>(attrs).device;
 }
 template <class A>
 DType dtype_of_attrs(const OpDef&, std::span<const MetaRef>, const void* attrs, size_t) {
-  return attrs_of<A>(attrs).dtype;
+  return attrs_as<A>(attrs).dtype;
 }
 template <class A>
 std::vector<OutputGeometry> size_shape(const OpDef&, std::span<const MetaRef>, const void* attrs) {
-  return {OutputGeometry{attrs_of<A>(attrs).size}};
+  return {OutputGeometry{attrs_as<A>(attrs).size}};
 }
 
 void full_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor>,
                  const void* attrs) {
-  outputs[0].fill_(attrs_of<FullAttrs>(attrs).value);
+  outputs[0].fill_(attrs_as<FullAttrs>(attrs).value);
 }
 
 void empty_kernel(const OpDef&, std::span<const Tensor>, std::span<const Tensor>, const void*) {}
 
 std::vector<OutputGeometry> arange_shape(const OpDef&, std::span<const MetaRef>,
                                          const void* attrs) {
-  return {OutputGeometry{Shape{arange_length(attrs_of<ArangeAttrs>(attrs))}}};
+  return {OutputGeometry{Shape{arange_length(attrs_as<ArangeAttrs>(attrs))}}};
 }
 
 void arange_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor>,
                    const void* attrs) {
-  const auto& a = attrs_of<ArangeAttrs>(attrs);
+  const auto& a = attrs_as<ArangeAttrs>(attrs);
   const Tensor& out = outputs[0];
   KILN_DISPATCH_NUMERIC(out.dtype(), op.name, [&]<class T>() {
     T* p = out.data_ptr<T>();
@@ -69,7 +64,7 @@ void arange_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
 template <bool kNormal>
 void random_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor>,
                    const void* attrs) {
-  const auto& a = attrs_of<RandomAttrs>(attrs);
+  const auto& a = attrs_as<RandomAttrs>(attrs);
   const Tensor& out = outputs[0];
   auto seed = static_cast<uint64_t>(a.seed), offset = static_cast<uint64_t>(a.offset);
   KILN_DISPATCH_FLOATING(out.dtype(), op.name, [&]<class T>() {

@@ -54,14 +54,14 @@ DType unary_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const v
 template <Promote P>
 DType binary_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
                         size_t) {
-  const auto& a = *static_cast<const AlphaAttrs*>(attrs);
+  const auto& a = attrs_as<AlphaAttrs>(attrs);
   return check_alpha(op, check_promotion<P>(op, result_type(inputs)), a.alpha);
 }
 
 template <Promote P>
 DType scalar_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
                         size_t) {
-  const auto& a = *static_cast<const ScalarOperandAttrs*>(attrs);
+  const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
   return check_alpha(op, check_promotion<P>(op, result_type(inputs, &a.other)), a.alpha);
 }
 
@@ -86,7 +86,7 @@ void binary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
   DType dtype = outputs[0].dtype();
   std::vector<Tensor> cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
-  const auto& a = *static_cast<const AlphaAttrs*>(attrs);
+  const auto& a = attrs_as<AlphaAttrs>(attrs);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
     C alpha = a.alpha.to<C>();
@@ -101,7 +101,7 @@ void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
   DType dtype = outputs[0].dtype();
   std::vector<Tensor> cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
-  const auto& a = *static_cast<const ScalarOperandAttrs*>(attrs);
+  const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
     C other = a.other.to<C>(), alpha = a.alpha.to<C>();

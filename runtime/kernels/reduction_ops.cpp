@@ -32,7 +32,7 @@ std::vector<bool> reduced_mask(const OpDef& op, const ReduceAttrs& a, int64_t nd
 
 std::vector<OutputGeometry> reduce_shape(const OpDef& op, std::span<const MetaRef> inputs,
                                          const void* attrs) {
-  const auto& a = *static_cast<const ReduceAttrs*>(attrs);
+  const auto& a = attrs_as<ReduceAttrs>(attrs);
   const MetaRef& x = inputs[0];
   auto ndim = static_cast<int64_t>(x.sizes.size());
   std::vector<bool> mask = reduced_mask(op, a, ndim);
@@ -149,7 +149,7 @@ void reduce_columns(const T* x, T* out, int64_t r_size, int64_t k_size, double s
 template <bool kMean>
 void sum_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                 const void* attrs) {
-  const auto& a = *static_cast<const ReduceAttrs*>(attrs);
+  const auto& a = attrs_as<ReduceAttrs>(attrs);
   const Tensor& out = outputs[0];
   // Compute in a type the loops support: half types in float, integers and bool in int64.
   DType compute =

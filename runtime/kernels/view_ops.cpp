@@ -66,11 +66,6 @@ std::optional<Shape> view_strides(ShapeRef sizes, ShapeRef strides, ShapeRef new
 
 namespace {
 
-template <class A>
-const A& attrs_of(const void* p) {
-  return *static_cast<const A*>(p);
-}
-
 OutputGeometry geometry(const MetaRef& x) {
   return {Shape(x.sizes.begin(), x.sizes.end()), Shape(x.strides.begin(), x.strides.end()),
           x.storage_offset};
@@ -79,7 +74,7 @@ OutputGeometry geometry(const MetaRef& x) {
 std::vector<OutputGeometry> view_shape(const OpDef& op, std::span<const MetaRef> in,
                                        const void* attrs) {
   const MetaRef& x = in[0];
-  Shape sizes = infer_size(op.name, attrs_of<SizeAttrs>(attrs).size, shape_numel(x.sizes));
+  Shape sizes = infer_size(op.name, attrs_as<SizeAttrs>(attrs).size, shape_numel(x.sizes));
   std::optional<Shape> strides = view_strides(x.sizes, x.strides, sizes);
   KILN_CHECK(strides.has_value(),
              "{}: size {} is not compatible with the input's size {} and stride {} (at least one "
@@ -91,7 +86,7 @@ std::vector<OutputGeometry> view_shape(const OpDef& op, std::span<const MetaRef>
 std::vector<OutputGeometry> expand_shape(const OpDef& op, std::span<const MetaRef> in,
                                          const void* attrs) {
   const MetaRef& x = in[0];
-  const Shape& req = attrs_of<SizeAttrs>(attrs).size;
+  const Shape& req = attrs_as<SizeAttrs>(attrs).size;
   KILN_CHECK(req.size() >= x.sizes.size(),
              "{}: the number of sizes provided ({}) must be greater or equal to the number of "
              "dimensions in the tensor ({}); size {} vs tensor shape {}",
@@ -120,7 +115,7 @@ std::vector<OutputGeometry> expand_shape(const OpDef& op, std::span<const MetaRe
 
 std::vector<OutputGeometry> transpose_shape(const OpDef& op, std::span<const MetaRef> in,
                                             const void* attrs) {
-  const auto& a = attrs_of<TransposeAttrs>(attrs);
+  const auto& a = attrs_as<TransposeAttrs>(attrs);
   OutputGeometry g = geometry(in[0]);
   auto nd = static_cast<int64_t>(g.sizes.size());
   int64_t d0 = wrap_dim(op.name, a.dim0, nd), d1 = wrap_dim(op.name, a.dim1, nd);
@@ -133,7 +128,7 @@ std::vector<OutputGeometry> transpose_shape(const OpDef& op, std::span<const Met
 
 std::vector<OutputGeometry> permute_shape(const OpDef& op, std::span<const MetaRef> in,
                                           const void* attrs) {
-  const Shape& dims = attrs_of<DimsAttrs>(attrs).dims;
+  const Shape& dims = attrs_as<DimsAttrs>(attrs).dims;
   const MetaRef& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   KILN_CHECK(static_cast<int64_t>(dims.size()) == nd,
@@ -153,7 +148,7 @@ std::vector<OutputGeometry> permute_shape(const OpDef& op, std::span<const MetaR
 
 std::vector<OutputGeometry> squeeze_shape(const OpDef& op, std::span<const MetaRef> in,
                                           const void* attrs) {
-  const Shape& dims = attrs_of<DimsAttrs>(attrs).dims;
+  const Shape& dims = attrs_as<DimsAttrs>(attrs).dims;
   const MetaRef& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   std::vector<bool> drop(x.sizes.size(), dims.empty());
@@ -174,7 +169,7 @@ std::vector<OutputGeometry> unsqueeze_shape(const OpDef& op, std::span<const Met
                                             const void* attrs) {
   const MetaRef& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
-  int64_t d = wrap_dim(op.name, attrs_of<DimAttrs>(attrs).dim, nd + 1);
+  int64_t d = wrap_dim(op.name, attrs_as<DimAttrs>(attrs).dim, nd + 1);
   OutputGeometry g = geometry(x);
   int64_t stride = d >= nd ? 1 : x.sizes[d] * x.strides[d];
   g.sizes.insert(g.sizes.begin() + d, 1);
@@ -184,7 +179,7 @@ std::vector<OutputGeometry> unsqueeze_shape(const OpDef& op, std::span<const Met
 
 std::vector<OutputGeometry> slice_shape(const OpDef& op, std::span<const MetaRef> in,
                                         const void* attrs) {
-  const auto& a = attrs_of<SliceAttrs>(attrs);
+  const auto& a = attrs_as<SliceAttrs>(attrs);
   const MetaRef& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   KILN_CHECK(nd > 0, "{}: cannot slice a 0-dim tensor", op.name);
@@ -206,7 +201,7 @@ std::vector<OutputGeometry> slice_shape(const OpDef& op, std::span<const MetaRef
 
 std::vector<OutputGeometry> select_shape(const OpDef& op, std::span<const MetaRef> in,
                                          const void* attrs) {
-  const auto& a = attrs_of<SelectAttrs>(attrs);
+  const auto& a = attrs_as<SelectAttrs>(attrs);
   const MetaRef& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   KILN_CHECK(nd > 0, "{}: cannot select from a 0-dim tensor", op.name);
