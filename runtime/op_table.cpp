@@ -15,6 +15,9 @@ OpTable& OpTable::instance() {
     register_view_ops(*t);
     register_copy_ops(*t);
     register_factory_ops(*t);
+    register_nn_ops(*t);
+    register_indexing_ops(*t);
+    register_random_ops(*t);
     return t;
   }();
   return *table;

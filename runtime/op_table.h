@@ -59,5 +59,8 @@ void register_linalg_ops(OpTable& table);
 void register_view_ops(OpTable& table);
 void register_copy_ops(OpTable& table);
 void register_factory_ops(OpTable& table);
+void register_nn_ops(OpTable& table);
+void register_indexing_ops(OpTable& table);
+void register_random_ops(OpTable& table);
 
 }  // namespace kiln

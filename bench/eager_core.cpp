@@ -1,7 +1,5 @@
-// Eager-mode figures for the foundation: large `add` bandwidth against the copy loop, and the
-// dispatch overhead of a tiny `add`.
-//
-//   build/bench/kiln_bench_eager --benchmark_format=json > eager.json
+// Eager-mode core figures: the copy loop itself, large `add` and `sum` bandwidth against it,
+// and the dispatch overhead of a tiny `add`.
 #include "bench_util.h"
 #include "kiln/kiln.h"
 
@@ -64,14 +62,3 @@ void BM_EagerSumAll(benchmark::State& state) {
 BENCHMARK(BM_EagerSumAll)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("kiln_threads", std::to_string(kiln::get_num_threads()));
-  benchmark::AddCustomContext("copy_GB/s",
-                              std::to_string(kiln::bench::copy_bandwidth_bytes_per_s() * 1e-9));
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -1,0 +1,17 @@
+// Matrix products (OpenBLAS on the CPU).
+#pragma once
+
+#include <vector>
+
+#include "kiln/runtime/tensor.h"
+
+namespace kiln {
+
+// ---- linear algebra ----
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+// torch.matmul: 1-D x 1-D is a dot product, 2-D x 2-D mm, a 1-D operand gains (then loses) a
+// dim, and higher dims are broadcast batch dims.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+}  // namespace kiln

@@ -1,0 +1,319 @@
+#include "opinfo/op_info.h"
+
+#include <fmt/format.h>
+
+namespace kiln_test {
+
+std::vector<OpInfo>& registry() {
+  static std::vector<OpInfo> infos;
+  return infos;
+}
+
+void register_opinfo(OpInfo info) {
+  registry().push_back(std::move(info));
+}
+const std::vector<OpInfo>& all_opinfos() {
+  return registry();
+}
+
+double RefTensor::at(const Index& idx) const {
+  int64_t pos = 0;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    pos = pos * sizes[d] + idx[d];
+  return data.at(static_cast<size_t>(pos));
+}
+
+RefTensor to_ref(const kiln::Tensor& t) {
+  RefTensor r{t.sizes(), {}, t.dtype()};
+  if (t.dtype() == kiln::kBool) {
+    for (int v : bool_values(t))
+      r.data.push_back(v);
+  } else {
+    r.data = read_doubles(t);
+  }
+  return r;
+}
+
+std::pair<double, double> default_tolerance(kiln::DType t) {
+  switch (t) {
+    case kiln::kFloat64:
+      return {1e-10, 1e-12};
+    case kiln::kFloat32:
+      return {1e-5, 1e-6};
+    case kiln::kFloat16:
+      return {2e-3, 1e-3};
+    case kiln::kBFloat16:
+      return {1.6e-2, 1e-2};
+    default:
+      return {0, 0};
+  }
+}
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous:
+      return "contiguous";
+    case Layout::Transposed:
+      return "transposed";
+    case Layout::Strided:
+      return "strided";
+  }
+  return "?";
+}
+
+namespace {
+
+template <class T>
+kiln::Tensor tensor_of(const std::vector<double>& values, const kiln::Shape& sizes) {
+  std::vector<T> v;
+  v.reserve(values.size());
+  for (double x : values) {
+    if constexpr (std::is_same_v<T, bool>) {
+      v.push_back(x != 0);
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      v.push_back(static_cast<T>(x));
+    } else {
+      v.push_back(T(static_cast<float>(x)));
+    }
+  }
+  return kiln::from_vector(v, sizes.empty() ? kiln::Shape{} : sizes);
+}
+
+kiln::Tensor tensor_from_doubles(const std::vector<double>& values, const kiln::Shape& sizes,
+                                 kiln::DType dtype) {
+  kiln::Tensor t;
+  switch (dtype) {
+    case kiln::kFloat32:
+      t = tensor_of<float>(values, sizes);
+      break;
+    case kiln::kFloat64:
+      t = tensor_of<double>(values, sizes);
+      break;
+    case kiln::kFloat16:
+      t = tensor_of<kiln::Half>(values, sizes);
+      break;
+    case kiln::kBFloat16:
+      t = tensor_of<kiln::BFloat16>(values, sizes);
+      break;
+    case kiln::kInt32:
+      t = tensor_of<int32_t>(values, sizes);
+      break;
+    case kiln::kInt64:
+      t = tensor_of<int64_t>(values, sizes);
+      break;
+    case kiln::kBool:
+      t = tensor_of<bool>(values, sizes);
+      break;
+  }
+  // from_vector makes 1-element data with empty sizes a 1-D tensor; a 0-dim input must stay
+  // 0-dim.
+  return sizes.empty() ? t.view({}) : t;
+}
+
+std::vector<double> random_values(int64_t n, kiln::DType dtype, double lo, double hi,
+                                  uint32_t seed) {
+  std::vector<double> v = random_vector<double>(static_cast<size_t>(n), lo, hi, seed);
+  if (dtype == kiln::kBool) {
+    for (double& x : v)
+      x = x > (lo + hi) / 2 ? 1 : 0;
+  } else if (!kiln::is_floating(dtype)) {
+    for (double& x : v)
+      x = std::round(x);
+  }
+  return v;
+}
+
+}  // namespace
+
+kiln::Tensor make_input(const kiln::Shape& sizes, kiln::DType dtype, Layout layout, double lo,
+                        double hi, uint32_t seed) {
+  int64_t n = ref_numel(sizes);
+  std::vector<double> values = random_values(n, dtype, lo, hi, seed);
+  if (layout == Layout::Transposed && sizes.size() >= 2) {
+    // Store the transpose contiguously, then view it back: the logical values are `values`.
+    kiln::Shape swapped = sizes;
+    std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
+    std::vector<double> stored(values.size());
+    for (int64_t i = 0; i < n; ++i) {
+      Index idx = unravel(i, sizes);
+      std::swap(idx[idx.size() - 1], idx[idx.size() - 2]);
+      int64_t pos = 0;
+      for (size_t d = 0; d < swapped.size(); ++d)
+        pos = pos * swapped[d] + idx[d];
+      stored[static_cast<size_t>(pos)] = values[static_cast<size_t>(i)];
+    }
+    auto nd = static_cast<int64_t>(sizes.size());
+    return tensor_from_doubles(stored, swapped, dtype).transpose(nd - 2, nd - 1);
+  }
+  if (layout == Layout::Strided && !sizes.empty()) {
+    // Every other element of a tensor twice as wide in the last dim.
+    kiln::Shape wide = sizes;
+    wide.back() *= 2;
+    std::vector<double> stored(static_cast<size_t>(ref_numel(wide)), -777.0);
+    for (int64_t i = 0; i < n; ++i) {
+      Index idx = unravel(i, sizes);
+      idx.back() *= 2;
+      int64_t pos = 0;
+      for (size_t d = 0; d < wide.size(); ++d)
+        pos = pos * wide[d] + idx[d];
+      stored[static_cast<size_t>(pos)] = values[static_cast<size_t>(i)];
+    }
+    if (!kiln::is_floating(dtype)) {
+      for (double& x : stored)
+        x = x == -777.0 ? 0 : x;
+    }
+    auto nd = static_cast<int64_t>(sizes.size());
+    return tensor_from_doubles(stored, wide, dtype).slice(nd - 1, 0, wide.back(), 2);
+  }
+  return tensor_from_doubles(values, sizes, dtype);
+}
+
+double round_to(double v, kiln::DType t) {
+  switch (t) {
+    case kiln::kFloat32:
+      return static_cast<float>(v);
+    case kiln::kFloat16:
+      return static_cast<float>(kiln::Half(static_cast<float>(v)));
+    case kiln::kBFloat16:
+      return static_cast<float>(kiln::BFloat16(static_cast<float>(v)));
+    case kiln::kInt32:
+    case kiln::kInt64:
+      return std::trunc(v);
+    case kiln::kBool:
+      return v != 0 ? 1 : 0;
+    default:
+      return v;
+  }
+}
+
+RefTensor ref_map(const RefTensor& x, kiln::DType out_dtype,
+                  const std::function<double(double)>& f) {
+  RefTensor out{x.sizes, {}, out_dtype};
+  out.data.reserve(x.data.size());
+  for (double v : x.data)
+    out.data.push_back(round_to(f(v), out_dtype));
+  return out;
+}
+
+RefTensor ref_zip(const RefTensor& a, const RefTensor& b, kiln::DType out_dtype,
+                  const std::function<double(double, double)>& f) {
+  RefTensor out{ref_broadcast_shape(a.sizes, b.sizes), {}, out_dtype};
+  int64_t n = ref_numel(out.sizes);
+  out.data.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    Index idx = unravel(i, out.sizes);
+    double x = a.data[static_cast<size_t>(broadcast_source(idx, a.sizes))];
+    double y = b.data[static_cast<size_t>(broadcast_source(idx, b.sizes))];
+    out.data.push_back(round_to(f(x, y), out_dtype));
+  }
+  return out;
+}
+
+RefTensor ref_reduce(const RefTensor& x, const kiln::Shape& dims, bool keepdim,
+                     kiln::DType out_dtype,
+                     const std::function<double(const std::vector<double>&)>& reduce) {
+  auto nd = static_cast<int64_t>(x.sizes.size());
+  std::vector<bool> reduced(x.sizes.size(), dims.empty());
+  for (int64_t d : dims)
+    reduced[static_cast<size_t>(d < 0 ? d + nd : d)] = true;
+  kiln::Shape kept_sizes, out_sizes;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!reduced[d]) {
+      kept_sizes.push_back(x.sizes[d]);
+      out_sizes.push_back(x.sizes[d]);
+    } else if (keepdim) {
+      out_sizes.push_back(1);
+    }
+  }
+  std::vector<std::vector<double>> groups(static_cast<size_t>(ref_numel(kept_sizes)));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    Index idx = unravel(i, x.sizes);
+    int64_t pos = 0;
+    for (int64_t d = 0; d < nd; ++d) {
+      if (!reduced[d]) pos = pos * x.sizes[d] + idx[d];
+    }
+    groups[static_cast<size_t>(pos)].push_back(x.data[static_cast<size_t>(i)]);
+  }
+  RefTensor out{out_sizes, {}, out_dtype};
+  for (const auto& g : groups)
+    out.data.push_back(round_to(reduce(g), out_dtype));
+  return out;
+}
+
+std::vector<kiln::Shape> pointwise_shapes() {
+  return {{37}, {4, 5}, {3, 1, 6}, {2, 0, 3}, {}, {1, 1}};
+}
+
+std::vector<Sample> unary_samples(const std::function<kiln::Tensor(const kiln::Tensor&)>& op,
+                                  const std::function<double(double)>& ref,
+                                  const std::vector<kiln::DType>& dtypes, double lo, double hi,
+                                  const std::function<kiln::DType(kiln::DType)>& out_dtype) {
+  std::vector<Sample> out;
+  uint32_t seed = 1;
+  for (kiln::DType dt : dtypes) {
+    for (const kiln::Shape& shape : pointwise_shapes()) {
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
+        if (layout == Layout::Transposed && shape.size() < 2) continue;
+        if (layout == Layout::Strided && shape.empty()) continue;
+        Sample s;
+        s.name = fmt::format("{}_{}_{}", kiln::dtype_name(dt),
+                             shape.empty() ? "scalar" : fmt::format("{}", fmt::join(shape, "x")),
+                             layout_name(layout));
+        s.inputs = {make_input(shape, dt, layout, lo, hi, seed++)};
+        s.call = [op](const std::vector<kiln::Tensor>& in) { return std::vector{op(in[0])}; };
+        kiln::DType od = out_dtype(dt);
+        s.reference = [ref, od](const std::vector<RefTensor>& in) {
+          return std::vector{ref_map(in[0], od, ref)};
+        };
+        out.push_back(std::move(s));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Sample> binary_samples(
+    const std::function<kiln::Tensor(const kiln::Tensor&, const kiln::Tensor&)>& op,
+    const std::function<double(double, double)>& ref, const std::vector<DTypeTriple>& dtypes,
+    double lo, double hi, double b_lo, double b_hi) {
+  struct ShapePair {
+    kiln::Shape a, b;
+    Layout la, lb;
+  };
+  const std::vector<ShapePair> pairs = {
+      {{4, 5}, {4, 5}, Layout::Contiguous, Layout::Contiguous},
+      {{4, 5}, {4, 5}, Layout::Transposed, Layout::Strided},
+      {{3, 1}, {1, 4}, Layout::Contiguous, Layout::Contiguous},
+      {{2, 3, 4}, {4}, Layout::Contiguous, Layout::Strided},
+      {{5, 1, 3}, {1, 6, 1}, Layout::Contiguous, Layout::Contiguous},
+      {{}, {3, 2}, Layout::Contiguous, Layout::Transposed},
+      {{2, 0, 3}, {1, 3}, Layout::Contiguous, Layout::Contiguous},
+      {{}, {}, Layout::Contiguous, Layout::Contiguous},
+      {{1, 1}, {7}, Layout::Contiguous, Layout::Contiguous},
+  };
+  std::vector<Sample> out;
+  uint32_t seed = 100;
+  for (const DTypeTriple& dt : dtypes) {
+    for (const ShapePair& p : pairs) {
+      // A 0-dim operand next to a dimensioned one loses to it within a category, so a triple's
+      // plain promotion only describes pairs of equal rank class.
+      if (dt.a != dt.b && p.a.empty() != p.b.empty()) continue;
+      Sample s;
+      s.name = fmt::format("{}_{}_[{}]{}_[{}]{}", kiln::dtype_name(dt.a), kiln::dtype_name(dt.b),
+                           fmt::join(p.a, "x"), layout_name(p.la), fmt::join(p.b, "x"),
+                           layout_name(p.lb));
+      s.inputs = {make_input(p.a, dt.a, p.la, lo, hi, seed),
+                  make_input(p.b, dt.b, p.lb, b_lo, b_hi, seed + 1)};
+      seed += 2;
+      s.call = [op](const std::vector<kiln::Tensor>& in) { return std::vector{op(in[0], in[1])}; };
+      kiln::DType od = dt.out;
+      s.reference = [ref, od](const std::vector<RefTensor>& in) {
+        return std::vector{ref_zip(in[0], in[1], od, ref)};
+      };
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln_test

@@ -1,0 +1,120 @@
+// OpInfo: the op-by-op test table (in the spirit of PyTorch's OpInfo). Each public op registers
+// an OpInfo with sample inputs and an independent reference written in the test (loops over
+// doubles). op_info_test.cpp runs every sample against its reference, and fails when an entry of
+// the op table is covered by no OpInfo. Later suites (gradcheck, tracing, compiled backends)
+// reuse the same samples.
+//
+// Registering, in a tests/opinfo/<family>_opinfo.cpp:
+//
+//   KILN_REGISTER_OPINFO(exp_info, [] {
+//     OpInfo info{"exp", {"exp"}};
+//     info.samples = [] { return unary_samples(..); };
+//     return info;
+//   }());
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace kiln_test {
+
+// A tensor as the reference sees it: row-major doubles (bools as 0/1), its shape and dtype.
+struct RefTensor {
+  kiln::Shape sizes;
+  std::vector<double> data;
+  kiln::DType dtype = kiln::kFloat32;
+
+  int64_t numel() const { return static_cast<int64_t>(data.size()); }
+  double at(const Index& idx) const;  // row-major multi-index
+};
+
+RefTensor to_ref(const kiln::Tensor& t);  // reads the tensor's own dtype; no conversion op
+
+using CallFn = std::function<std::vector<kiln::Tensor>(const std::vector<kiln::Tensor>&)>;
+using RefFn = std::function<std::vector<RefTensor>(const std::vector<RefTensor>&)>;
+// For outputs whose values no formula predicts (empty, or where only a property can be
+// checked): inspects the outputs, reporting failures with EXPECT_*.
+using CheckFn = std::function<void(const std::vector<kiln::Tensor>& inputs,
+                                   const std::vector<kiln::Tensor>& outputs)>;
+
+struct Sample {
+  std::string name;  // what the sample exercises: "broadcast", "transposed", "size0", ...
+  std::vector<kiln::Tensor> inputs;
+  CallFn call;
+  RefFn reference;  // exactly one of reference and check
+  CheckFn check;
+  double rtol = -1;  // < 0: the default for the output dtype (see default_tolerance)
+  double atol = -1;
+};
+
+struct OpInfo {
+  std::string name;                 // the public function
+  std::vector<std::string> covers;  // the op-table entries its samples reach
+  std::function<std::vector<Sample>()> samples;
+};
+
+void register_opinfo(OpInfo info);
+const std::vector<OpInfo>& all_opinfos();
+
+#define KILN_REGISTER_OPINFO(ident, ...) \
+  static const bool ident##_registered = (::kiln_test::register_opinfo(__VA_ARGS__), true)
+
+// Tolerances for comparing an output of dtype t with a double reference.
+std::pair<double, double> default_tolerance(kiln::DType t);
+
+// ---- sample inputs ----
+
+// How a sample input is laid out in memory. The logical shape is the same for all of them.
+enum class Layout {
+  Contiguous,
+  Transposed,  // the last two dims are swapped in memory (a .transpose view)
+  Strided,     // the last dim is a step-2 slice of a twice-as-wide tensor
+};
+const char* layout_name(Layout l);
+
+// A tensor of `sizes` and `dtype` with values uniform in [lo, hi] (integers for integer
+// dtypes, 0/1 for bool), laid out as `layout`. `seed` varies the values.
+kiln::Tensor make_input(const kiln::Shape& sizes, kiln::DType dtype, Layout layout, double lo,
+                        double hi, uint32_t seed);
+
+// ---- reference building blocks ----
+
+// out[i] = f(x[i]), with dtype `out_dtype`.
+RefTensor ref_map(const RefTensor& x, kiln::DType out_dtype,
+                  const std::function<double(double)>& f);
+// out[i] = f(a[bcast i], b[bcast i]) over the broadcast shape.
+RefTensor ref_zip(const RefTensor& a, const RefTensor& b, kiln::DType out_dtype,
+                  const std::function<double(double, double)>& f);
+// The values to rounded to dtype t (float32 rounding, half rounding, integer truncation, bool),
+// as the library's result would hold them.
+double round_to(double v, kiln::DType t);
+// Reduction over `dims` (empty: all) with keepdim: reduce(values along the reduced dims)
+// for each kept index. `reduce` sees the reduced elements in row-major order.
+RefTensor ref_reduce(const RefTensor& x, const kiln::Shape& dims, bool keepdim,
+                     kiln::DType out_dtype,
+                     const std::function<double(const std::vector<double>&)>& reduce);
+
+// Shapes that every pointwise op's samples cover: plain, size 1 dims, a size 0 dim, 0-dim.
+std::vector<kiln::Shape> pointwise_shapes();
+
+// Samples for a unary pointwise op over the given dtypes, every layout and pointwise_shapes();
+// `out_dtype` maps the input dtype to the expected output dtype.
+std::vector<Sample> unary_samples(const std::function<kiln::Tensor(const kiln::Tensor&)>& op,
+                                  const std::function<double(double)>& ref,
+                                  const std::vector<kiln::DType>& dtypes, double lo, double hi,
+                                  const std::function<kiln::DType(kiln::DType)>& out_dtype);
+
+// Samples for a binary pointwise op: same shapes, broadcasting pairs (incl. 0-dim and size 0),
+// non-contiguous operands, and mixed dtypes when `mixed` lists (a, b, expected) triples.
+struct DTypeTriple {
+  kiln::DType a, b, out;
+};
+std::vector<Sample> binary_samples(
+    const std::function<kiln::Tensor(const kiln::Tensor&, const kiln::Tensor&)>& op,
+    const std::function<double(double, double)>& ref, const std::vector<DTypeTriple>& dtypes,
+    double lo, double hi, double b_lo, double b_hi);
+
+}  // namespace kiln_test
