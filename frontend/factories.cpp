@@ -74,6 +74,25 @@ Tensor randn(Shape size, TensorOptions options) {
   return random_tensor("randn", std::move(size), options, true);
 }
 
+TensorOptions like_options(const Tensor& x, const TensorOptions& options) {
+  TensorOptions o = options;
+  o.dtype_opt = options.dtype_or(x.dtype());
+  o.device_opt = options.device_or(x.device());
+  return o;
+}
+Tensor empty_like(const Tensor& x, TensorOptions options) {
+  return empty(x.sizes(), like_options(x, options));
+}
+Tensor zeros_like(const Tensor& x, TensorOptions options) {
+  return full(x.sizes(), 0, like_options(x, options));
+}
+Tensor ones_like(const Tensor& x, TensorOptions options) {
+  return full(x.sizes(), 1, like_options(x, options));
+}
+Tensor full_like(const Tensor& x, const Scalar& value, TensorOptions options) {
+  return full(x.sizes(), value, like_options(x, options));
+}
+
 namespace detail {
 Tensor from_host(const void* data, size_t count, DType src_dtype, Shape size,
                  const TensorOptions& options) {

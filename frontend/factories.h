@@ -22,6 +22,14 @@ Tensor rand(Shape size, TensorOptions options = {});   // uniform on [0, 1)
 Tensor randn(Shape size, TensorOptions options = {});  // standard normal
 void manual_seed(uint64_t seed);
 
+// The *_like factories: x's shape, dtype and device, unless `options` names another dtype or
+// device (requires_grad comes from `options` only, as in torch).
+TensorOptions like_options(const Tensor& x, const TensorOptions& options);
+Tensor empty_like(const Tensor& x, TensorOptions options = {});
+Tensor zeros_like(const Tensor& x, TensorOptions options = {});
+Tensor ones_like(const Tensor& x, TensorOptions options = {});
+Tensor full_like(const Tensor& x, const Scalar& value, TensorOptions options = {});
+
 // Copies `data` into a new tensor of shape `size` (a flat 1-D tensor when size is empty and
 // data has other than one element). The dtype is T's unless `options` names another.
 namespace detail {

@@ -1,6 +1,9 @@
 #include "kiln/frontend/linalg_ops.h"
 
+#include "kiln/frontend/pointwise_ops.h"
+
 #include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
@@ -27,6 +30,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 2 && db == 2) return mm(a, b);
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
   if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
+  // [..., n, k] @ [k, m] folds the batch dims into the rows of one mm (as torch does) when
+  // that needs no copy of `a`; a single large gemm beats a loop of small ones.
+  if (da >= 3 && db == 2 && a.numel() > 0) {
+    int64_t k = a.size(-1);
+    Shape rows_shape{-1, k};
+    if (view_strides(a.sizes(), a.strides(), infer_size("matmul", rows_shape, a.numel()))) {
+      Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
+      out_shape.push_back(b.size(1));
+      return mm(a.reshape(rows_shape), b).view(out_shape);
+    }
+  }
   // Batched: a 1-D operand gains a matrix dim that is dropped from the result afterwards.
   Tensor a3 = da == 1 ? a.unsqueeze(0) : a;
   Tensor b3 = db == 1 ? b.unsqueeze(1) : b;
@@ -44,6 +58,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da > 1) out_shape.push_back(n);
   if (db > 1) out_shape.push_back(m);
   return out.view(out_shape);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias) {
+  KILN_CHECK(weight.dim() == 1 || weight.dim() == 2,
+             "linear: weight must be 1-D or 2-D, got shape {} (input shape {})",
+             shape_str(weight.sizes()), shape_str(x.sizes()));
+  int64_t in_features = weight.size(-1);
+  KILN_CHECK(x.dim() >= 1 && x.size(-1) == in_features,
+             "linear: input of shape {} does not match weight of shape {} (expected the input's "
+             "last dimension to be {})",
+             shape_str(x.sizes()), shape_str(weight.sizes()), in_features);
+  Tensor out = matmul(x, weight.t());
+  if (bias.has_value() && bias->defined()) return add(out, *bias);
+  return out;
 }
 
 }  // namespace kiln

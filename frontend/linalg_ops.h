@@ -1,6 +1,7 @@
 // Matrix products (OpenBLAS on the CPU).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "kiln/runtime/tensor.h"
@@ -13,5 +14,8 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 // torch.matmul: 1-D x 1-D is a dot product, 2-D x 2-D mm, a 1-D operand gains (then loses) a
 // dim, and higher dims are broadcast batch dims.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// torch.nn.functional.linear: x @ weight^T + bias, for weight [out, in] (or 1-D [in]) and an
+// optional bias broadcast against the result (an undefined tensor also means no bias).
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = {});
 
 }  // namespace kiln

@@ -1,8 +1,27 @@
 // Normalization and loss functions.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "kiln/runtime/tensor.h"
 
-namespace kiln {}  // namespace kiln
+namespace kiln {
+
+// softmax / log_softmax over `dim` (floating inputs).
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// Normalizes over the trailing dims `normalized_shape`; weight and bias (of that shape) are
+// optional: pass an undefined Tensor to leave one out.
+Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+// Class-index losses: input [N, C] or [C], target int64 [N] or []. reduction: "none", "mean"
+// (over the targets not equal to ignore_index) or "sum".
+Tensor nll_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                int64_t ignore_index = -100);
+Tensor cross_entropy(const Tensor& logits, const Tensor& target,
+                     const std::string& reduction = "mean", int64_t ignore_index = -100);
+// (input - target)^2, reduced by "none", "mean" or "sum".
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+
+}  // namespace kiln

@@ -51,4 +51,117 @@ Tensor relu(const Tensor& x) {
   return call_op1(KILN_OP("relu"), {x}, NoAttrs{});
 }
 
+Tensor pow(const Tensor& self, const Tensor& exponent) {
+  return call_op1(KILN_OP("pow"), {self, exponent}, NoAttrs{});
+}
+Tensor pow(const Tensor& self, const Scalar& exponent) {
+  return call_op1(KILN_OP("pow_scalar"), {self}, ScalarOtherAttrs{exponent});
+}
+
+#define KILN_UNARY(fn)                             \
+  Tensor fn(const Tensor& x) {                     \
+    return call_op1(KILN_OP(#fn), {x}, NoAttrs{}); \
+  }
+KILN_UNARY(log1p)
+KILN_UNARY(expm1)
+KILN_UNARY(sqrt)
+KILN_UNARY(rsqrt)
+KILN_UNARY(silu)
+KILN_UNARY(sin)
+KILN_UNARY(cos)
+KILN_UNARY(erf)
+KILN_UNARY(abs)
+KILN_UNARY(sign)
+KILN_UNARY(logical_not)
+#undef KILN_UNARY
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  return call_op1(KILN_OP("gelu"), {x}, GeluAttrs{approximate});
+}
+Tensor clamp(const Tensor& x, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  return call_op1(KILN_OP("clamp"), {x}, ClampAttrs{min, max});
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return call_op1(KILN_OP("maximum"), {a, b}, NoAttrs{});
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return call_op1(KILN_OP("minimum"), {a, b}, NoAttrs{});
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  return call_op1(KILN_OP("where"), {cond, a, b}, NoAttrs{});
+}
+
+#define KILN_COMPARE(fn)                                               \
+  Tensor fn(const Tensor& a, const Tensor& b) {                        \
+    return call_op1(KILN_OP(#fn), {a, b}, NoAttrs{});                  \
+  }                                                                    \
+  Tensor fn(const Tensor& a, const Scalar& b) {                        \
+    return call_op1(KILN_OP(#fn "_scalar"), {a}, ScalarOtherAttrs{b}); \
+  }
+KILN_COMPARE(eq)
+KILN_COMPARE(ne)
+KILN_COMPARE(lt)
+KILN_COMPARE(le)
+KILN_COMPARE(gt)
+KILN_COMPARE(ge)
+#undef KILN_COMPARE
+
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return call_op1(KILN_OP("logical_and"), {a, b}, NoAttrs{});
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return call_op1(KILN_OP("logical_or"), {a, b}, NoAttrs{});
+}
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  return call_op1(KILN_OP("masked_fill"), {x, mask}, MaskedFillAttrs{value});
+}
+
+// ---- in-place: the dispatcher aliases output 0 to self and bumps its version ----
+
+const Tensor& add_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  call_op1(KILN_OP("add_"), {self, other}, AlphaAttrs{alpha});
+  return self;
+}
+const Tensor& add_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  call_op1(KILN_OP("add_scalar_"), {self}, ScalarOperandAttrs{other, alpha});
+  return self;
+}
+const Tensor& sub_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  call_op1(KILN_OP("sub_"), {self, other}, AlphaAttrs{alpha});
+  return self;
+}
+const Tensor& sub_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  call_op1(KILN_OP("sub_scalar_"), {self}, ScalarOperandAttrs{other, alpha});
+  return self;
+}
+const Tensor& mul_(const Tensor& self, const Tensor& other) {
+  call_op1(KILN_OP("mul_"), {self, other}, AlphaAttrs{});
+  return self;
+}
+const Tensor& mul_(const Tensor& self, const Scalar& other) {
+  call_op1(KILN_OP("mul_scalar_"), {self}, ScalarOperandAttrs{other});
+  return self;
+}
+const Tensor& div_(const Tensor& self, const Tensor& other) {
+  call_op1(KILN_OP("div_"), {self, other}, AlphaAttrs{});
+  return self;
+}
+const Tensor& div_(const Tensor& self, const Scalar& other) {
+  call_op1(KILN_OP("div_scalar_"), {self}, ScalarOperandAttrs{other});
+  return self;
+}
+const Tensor& clamp_(const Tensor& self, const std::optional<Scalar>& min,
+                     const std::optional<Scalar>& max) {
+  call_op1(KILN_OP("clamp_"), {self}, ClampAttrs{min, max});
+  return self;
+}
+const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  call_op1(KILN_OP("masked_fill_"), {self, mask}, MaskedFillAttrs{value});
+  return self;
+}
+const Tensor& relu_(const Tensor& self) {
+  call_op1(KILN_OP("relu_"), {self}, NoAttrs{});
+  return self;
+}
+
 }  // namespace kiln

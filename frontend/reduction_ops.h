@@ -1,6 +1,8 @@
 // Reductions over dims (an empty dims list means every dim).
 #pragma once
 
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "kiln/runtime/tensor.h"
@@ -10,5 +12,22 @@ namespace kiln {
 // ---- reductions (empty dims: all dims) ----
 Tensor sum(const Tensor& x, Shape dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, Shape dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, Shape dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, Shape dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, Shape dims = {}, bool keepdim = false);
+// log(sum(exp(x))) computed as max + log(sum(exp(x - max))); integer inputs give float32.
+Tensor logsumexp(const Tensor& x, Shape dims = {}, bool keepdim = false);
+// sum((x - mean)^2) / max(0, n - correction); floating inputs only.
+Tensor var(const Tensor& x, Shape dims = {}, double correction = 1, bool keepdim = false);
+
+// The largest / smallest element as a 0-dim tensor (NaN if any element is NaN).
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
+// Over one dim: (values, int64 indices of the first extreme element), as torch.max(x, dim).
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+// Index of the first extreme element over `dim`, or into the flattened input without a dim.
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 
 }  // namespace kiln

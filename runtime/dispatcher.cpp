@@ -137,6 +137,13 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
       outputs.emplace_back(std::make_shared<TensorImpl>(base->storage(), dtype, std::move(g.sizes),
                                                         std::move(g.strides), g.storage_offset));
     } else if (op.has(kInPlace) && i == 0) {
+      const TensorImpl* self = inputs[0].impl();
+      for (int64_t d = 0; d < self->dim(); ++d) {
+        KILN_CHECK(self->strides()[d] != 0 || self->sizes()[d] <= 1,
+                   "{}: unsupported operation: more than one element of the written-to tensor "
+                   "(shape {}, strides {}) refers to a single memory location; clone() it first",
+                   op.name, shape_str(self->sizes()), shape_str(self->strides()));
+      }
       KILN_CHECK(g.sizes == inputs[0].sizes(),
                  "{}: the result of shape {} does not fit the in-place output of shape {}", op.name,
                  shape_str(g.sizes), shape_str(inputs[0].sizes()));

@@ -40,10 +40,14 @@ struct Philox4x32 {
 //    bits as the type has mantissa digits (24, 11 for float16, 8 for bfloat16) so that
 //    rounding to the type can never reach 1.0;
 //  - uniform float64: block (offset + i / 2), words 2*(i%2) and 2*(i%2)+1 for 53 bits;
-//  - normal: block (offset + i / 2), Box-Muller of words 2*(i%2) and 2*(i%2)+1.
+//  - normal: block (offset + i / 2), Box-Muller of words 2*(i%2) and 2*(i%2)+1;
+//  - dropout (any float dtype): element i of the row-major input is kept when its uniform
+//    float32 draw u_i (the first rule, 24 bits) satisfies u_i >= p, and then becomes
+//    x_i * (1 / (1 - p)); otherwise it is 0 (dropout_keeps below). A call uses
+//    ceil(numel / 4) blocks.
 // random_elements_per_block() gives the divisor; the generator advances `offset` by the
 // number of blocks a call used. Every backend (the CPU kernel in
-// runtime/kernels/factory_ops.cpp, later the CUDA one) follows this rule.
+// runtime/kernels/factory_ops.cpp and random_ops.cpp, later the CUDA ones) follows this rule.
 inline uint64_t random_elements_per_block(bool normal, bool is_double) {
   return normal || is_double ? 2 : 4;
 }
@@ -60,6 +64,11 @@ inline double box_muller(uint32_t a, uint32_t b) {
   double u1 = (static_cast<double>(a) + 1.0) * (1.0 / 4294967296.0);
   double u2 = static_cast<double>(b) * (1.0 / 4294967296.0);
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+// Whether dropout keeps element i of a call with attributes (seed, offset) and probability p.
+inline bool dropout_keeps(uint64_t seed, uint64_t offset, uint64_t i, double p) {
+  return static_cast<double>(uniform_float(Philox4x32::block(seed, offset + i / 4, 0)[i % 4])) >= p;
 }
 
 // The global generator behind manual_seed/rand/randn.

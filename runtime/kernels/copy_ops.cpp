@@ -1,19 +1,18 @@
 // Data movement: copy_ (with broadcasting and dtype conversion), fill_, convert (to(dtype)),
-// clone, and cat. copy_ is also what every kernel uses to write a result computed in another
-// dtype back into its output.
+// clone, and cat, all built on copy_into/fill_into (copy_kernels.h), which kernels also use to
+// write their own outputs.
 #include <cstring>
 
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
+#include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/pointwise_loops.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
-namespace {
 
-// dst[...] = src[...] converted, with src broadcast to dst's shape.
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
@@ -41,6 +40,26 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
+void fill_into(const Tensor& dst, const Scalar& value) {
+  Tensor outs[] = {dst};
+  TensorIterator it(outs, {});
+  KILN_DISPATCH_ALL(dst.dtype(), "fill_", [&]<class T>() {
+    T v = value.to<T>();
+    it.for_each([&](char** data, const int64_t* s, int64_t n) {
+      if (s[0] == sizeof(T)) {
+        T* out = reinterpret_cast<T*>(data[0]);
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          *reinterpret_cast<T*>(data[0] + i * s[0]) = v;
+      }
+    });
+  });
+}
+
+namespace {
+
 std::vector<OutputGeometry> copy_shape(const OpDef& op, std::span<const MetaRef> in, const void*) {
   Shape shape = broadcast_shapes(op.name, in[0].sizes, in[1].sizes);
   KILN_CHECK(shape.size() == in[0].sizes.size() &&
@@ -64,25 +83,9 @@ DType convert_dtype(const OpDef&, std::span<const MetaRef>, const void* attrs, s
   return attrs_as<DTypeAttrs>(attrs).dtype;
 }
 
-void fill_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor>,
+void fill_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor>,
                  const void* attrs) {
-  const Tensor& dst = outputs[0];
-  const Scalar& value = attrs_as<FillAttrs>(attrs).value;
-  Tensor outs[] = {dst};
-  TensorIterator it(outs, {});
-  KILN_DISPATCH_ALL(dst.dtype(), op.name, [&]<class T>() {
-    T v = value.to<T>();
-    it.for_each([&](char** data, const int64_t* s, int64_t n) {
-      if (s[0] == sizeof(T)) {
-        T* out = reinterpret_cast<T*>(data[0]);
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = v;
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          *reinterpret_cast<T*>(data[0] + i * s[0]) = v;
-      }
-    });
-  });
+  fill_into(outputs[0], attrs_as<FillAttrs>(attrs).value);
 }
 
 // ---- cat ----

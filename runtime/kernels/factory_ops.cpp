@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/kernels/tensor_iterator.h"
 #include "kiln/runtime/op_table.h"
@@ -38,7 +39,7 @@ std::vector<OutputGeometry> size_shape(const OpDef&, std::span<const MetaRef>, c
 
 void full_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor>,
                  const void* attrs) {
-  outputs[0].fill_(attrs_as<FullAttrs>(attrs).value);
+  fill_into(outputs[0], attrs_as<FullAttrs>(attrs).value);
 }
 
 void empty_kernel(const OpDef&, std::span<const Tensor>, std::span<const Tensor>, const void*) {}

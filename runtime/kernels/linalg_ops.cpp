@@ -4,6 +4,7 @@
 
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/op_table.h"
 #include "kiln/runtime/thread_pool.h"
 
@@ -79,7 +80,7 @@ void batched_matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   int64_t batch = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
   if (m > 0 && n > 0) {
     if (k == 0) {
-      c.zero_();
+      fill_into(c, 0);
     } else {
       BlasOperand pa = blas_operand(a, m, k, a.stride(1), a.stride(2));
       if (!pa.keep_alive.defined()) {
@@ -107,7 +108,7 @@ void batched_matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
       }
     }
   }
-  if (half) out.copy_(c);
+  if (half) copy_into(out, c);
 }
 
 void mm_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor> inputs,

@@ -2,10 +2,31 @@
 // (and a broadcast-scalar path) that the compiler vectorizes, and a strided fallback.
 #pragma once
 
+#include <type_traits>
+
 #include "kiln/runtime/dtype.h"
 #include "kiln/runtime/kernels/tensor_iterator.h"
 
 namespace kiln {
+
+// Note [Multiversioned float loops]
+// The library is compiled for baseline x86-64 (SSE2). Memory-bound loops don't care, but the
+// float32 transcendental math (Note [Vectorized exp and tanh]) is compute bound at 4 lanes. The
+// contiguous float32 -> float32 unary loop is therefore cloned for AVX2 as well, and picked
+// at load time by the CPU (GCC's target_clones, an ifunc); other loops stay single-version to
+// keep the code size down.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define KILN_FLOAT_LOOP_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define KILN_FLOAT_LOOP_CLONES
+#endif
+
+template <class F>
+KILN_FLOAT_LOOP_CLONES void unary_contiguous_f32(float* out, const float* in, int64_t n,
+                                                 const F& f) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(f(in[i]));
+}
 
 // out = f(in), computed in compute_t<T>.
 template <class Out, class In, class F>
@@ -15,8 +36,12 @@ void unary_loop(const TensorIterator& it, const F& f) {
     auto* out = reinterpret_cast<Out*>(data[0]);
     const auto* in = reinterpret_cast<const In*>(data[1]);
     if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = static_cast<Out>(f(static_cast<C>(in[i])));
+      if constexpr (std::is_same_v<Out, float> && std::is_same_v<In, float>) {
+        unary_contiguous_f32(out, in, n, f);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = static_cast<Out>(f(static_cast<C>(in[i])));
+      }
     } else if (s[0] == sizeof(Out) && s[1] == 0) {
       Out v = static_cast<Out>(f(static_cast<C>(in[0])));
       for (int64_t i = 0; i < n; ++i)

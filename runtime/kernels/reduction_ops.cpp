@@ -1,57 +1,297 @@
-// Reductions over dims: sum and mean.
-//
-// Strategy: view the input as [kept..., reduced...]. When the reduced dims are innermost in
-// memory each output is a contiguous row reduction (blocked, several accumulators); when they
-// are outermost each input row is added into a vector of accumulators (vectorized across the
-// kept elements). Any other layout is first copied into the first form. Float32 and the half
-// types accumulate in double, which keeps sums of millions of elements accurate to float
-// rounding without a pairwise tree.
-#include <algorithm>
+// Reductions over dims: sum, mean, prod, amax, amin, var, logsumexp. Each is a reducer plugged
+// into the shared strategy of reduction_strategy.h (row form / column form). Floating inputs
+// are reduced in blocks of about a thousand elements (or 32 rows in the column form) in their
+// own type, and the block results merged in double (prod multiplies in double throughout);
+// this keeps reductions of millions of float32 elements accurate to float rounding without a
+// pairwise tree, at full SIMD width.
+#include <cmath>
+#include <limits>
 
-#include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
+#include "kiln/runtime/kernels/reduction_registry.h"
+#include "kiln/runtime/kernels/reduction_strategy.h"
+#include "kiln/runtime/kernels/reduction_vec.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/thread_pool.h"
+#include "kiln/runtime/pointwise_math.h"
 
 namespace kiln {
-namespace {
 
-// The reduced-dim mask after wrapping; an empty list means every dim.
-std::vector<bool> reduced_mask(const OpDef& op, const ReduceAttrs& a, int64_t ndim) {
-  std::vector<bool> mask(static_cast<size_t>(ndim), a.dims.empty());
-  for (int64_t d : a.dims) {
+std::vector<bool> reduced_mask(const OpDef& op, const Shape& dims, int64_t ndim) {
+  std::vector<bool> mask(static_cast<size_t>(ndim), dims.empty());
+  for (int64_t d : dims) {
     int64_t w = wrap_dim(op.name, d, ndim);
     if (ndim == 0) continue;
     KILN_CHECK(!mask[static_cast<size_t>(w)], "{}: dim {} appears multiple times in dims {}",
-               op.name, w, shape_str(a.dims));
+               op.name, w, shape_str(dims));
     mask[static_cast<size_t>(w)] = true;
   }
   return mask;
 }
 
-std::vector<OutputGeometry> reduce_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                         const void* attrs) {
-  const auto& a = attrs_as<ReduceAttrs>(attrs);
-  const MetaRef& x = inputs[0];
-  auto ndim = static_cast<int64_t>(x.sizes.size());
-  std::vector<bool> mask = reduced_mask(op, a, ndim);
+OutputGeometry reduce_geometry(const OpDef& op, ShapeRef sizes, const Shape& dims, bool keepdim) {
+  auto ndim = static_cast<int64_t>(sizes.size());
+  std::vector<bool> mask = reduced_mask(op, dims, ndim);
   Shape out;
   for (int64_t d = 0; d < ndim; ++d) {
     if (!mask[static_cast<size_t>(d)]) {
-      out.push_back(x.sizes[d]);
-    } else if (a.keepdim) {
+      out.push_back(sizes[d]);
+    } else if (keepdim) {
       out.push_back(1);
     }
   }
-  return {OutputGeometry{std::move(out)}};
+  return OutputGeometry{std::move(out)};
 }
 
-DType sum_dtype(const OpDef&, std::span<const MetaRef> inputs, const void*, size_t) {
+ReducePlan plan_reduction(const OpDef& op, const Tensor& x, const Shape& dims) {
+  ReducePlan p;
+  int64_t ndim = x.dim();
+  std::vector<bool> mask = reduced_mask(op, dims, ndim);
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (mask[static_cast<size_t>(d)]) {
+      p.reduced.push_back(d);
+      p.reduced_numel *= x.size(d);
+    } else {
+      p.kept.push_back(d);
+      p.kept_numel *= x.size(d);
+    }
+  }
+  auto nred = static_cast<int64_t>(p.reduced.size());
+  p.reduced_outer = x.is_contiguous() && std::all_of(p.reduced.begin(), p.reduced.end(),
+                                                     [&](int64_t d) { return d < nred; });
+  return p;
+}
+
+void check_nonempty_reduction(const OpDef& op, const Tensor& x, const ReducePlan& p) {
+  if (p.kept_numel == 0) return;
+  for (int64_t d : p.reduced) {
+    KILN_CHECK(x.size(d) != 0,
+               "{}(): Expected reduction dim {} to have non-zero size (input shape {})", op.name, d,
+               shape_str(x.sizes()));
+  }
+}
+
+DType reduction_compute_dtype(DType t) {
+  if (is_floating(t)) return element_size(t) == 2 ? kFloat32 : t;
+  return kInt64;
+}
+
+namespace {
+
+template <class T>
+using acc_t = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+constexpr int kLanes = 16;
+
+// ---- sum and mean ----
+
+template <class T>
+struct SumReducer {
+  static constexpr bool kColumns = true;
+  using Acc = acc_t<T>;
+  double scale = 1;  // mean: 1/n (NaN for n = 0)
+  Acc identity() const { return 0; }
+  void step(Acc& a, T x) const { a += static_cast<Acc>(x); }
+  Acc merge(const Acc& a, const Acc& b) const { return a + b; }
+  // Floating types: blocks of 1024 summed in T lanes (block_sum), combined in double; the
+  // column form sums groups of 32 rows in T. Integers: independent int64 accumulators.
+  static constexpr int64_t kPartialRows = std::is_floating_point_v<T> ? 32 : 0;
+  Acc run(const T* x, int64_t n) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      double total = 0;
+      for (int64_t b = 0; b < n; b += 1024)
+        total += block_sum<T, false>(x + b, std::min<int64_t>(1024, n - b), T(0));
+      return total;
+    } else {
+      Acc acc[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= n; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j)
+          acc[j] += static_cast<Acc>(x[i + j]);
+      }
+      Acc total = 0;
+      for (; i < n; ++i)
+        total += static_cast<Acc>(x[i]);
+      for (Acc a : acc)
+        total += a;
+      return total;
+    }
+  }
+  T finish(const Acc& a, int64_t) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(static_cast<double>(a) * scale);
+    } else {
+      return static_cast<T>(a);
+    }
+  }
+};
+
+// ---- prod (integers multiply as unsigned: wrap-around as torch, without overflow UB) ----
+
+template <class T>
+struct ProdReducer {
+  static constexpr bool kColumns = true;
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+  Acc identity() const { return 1; }
+  void step(Acc& a, T x) const { a *= static_cast<Acc>(x); }
+  Acc merge(const Acc& a, const Acc& b) const { return a * b; }
+  Acc run(const T* x, int64_t n) const {
+    constexpr int kP = 8;
+    Acc acc[kP];
+    std::fill(acc, acc + kP, Acc(1));
+    int64_t i = 0;
+    for (; i + kP <= n; i += kP) {
+      for (int j = 0; j < kP; ++j)
+        acc[j] *= static_cast<Acc>(x[i + j]);
+    }
+    Acc total = 1;
+    for (; i < n; ++i)
+      total *= static_cast<Acc>(x[i]);
+    for (Acc a : acc)
+      total *= a;
+    return total;
+  }
+  T finish(const Acc& a, int64_t) const { return static_cast<T>(a); }
+};
+
+// ---- amax and amin (NaN propagates, as torch) ----
+
+template <class T, bool kMax>
+struct ExtremumReducer {
+  static constexpr bool kColumns = true;
+  using Acc = T;
+  static T better(T a, T b) {  // the winner of a and b, NaN-blind (vectorizes to max/min)
+    if constexpr (kMax) {
+      return b > a ? b : a;
+    } else {
+      return b < a ? b : a;
+    }
+  }
+  Acc identity() const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    } else {
+      return kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    }
+  }
+  void step(Acc& a, T x) const {
+    if (x != x) {
+      a = x;
+    } else if (a == a) {
+      a = better(a, x);
+    }
+  }
+  Acc merge(const Acc& a, const Acc& b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    return better(a, b);
+  }
+  Acc run(const T* x, int64_t n) const { return extreme_run<T, kMax>(x, n, identity()); }
+  T finish(const Acc& a, int64_t) const { return a; }
+};
+
+// ---- var: per block of kBlock elements the moments about the block's first element (one
+// pass; the deviations are small, so M2 = s2 - s1^2 / n does not cancel), blocks merged with
+// Chan's formula in double ----
+
+struct Moments {
+  double n = 0, mean = 0, m2 = 0;
+};
+
+inline Moments merge_moments(const Moments& a, const Moments& b) {
+  if (a.n == 0) return b;
+  if (b.n == 0) return a;
+  double n = a.n + b.n;
+  double delta = b.mean - a.mean;
+  return {n, a.mean + delta * (b.n / n), a.m2 + b.m2 + delta * delta * (a.n * b.n / n)};
+}
+
+template <class T>
+struct VarReducer {
+  static constexpr bool kColumns = false;
+  static constexpr int64_t kBlock = 1024;
+  using Acc = Moments;
+  double correction = 1;
+  Acc merge(const Acc& a, const Acc& b) const { return merge_moments(a, b); }
+  static Moments block(const T* x, int64_t n) {
+    double s1 = 0, s2 = 0;
+    block_moments<T>(x, n, x[0], s1, s2);
+    auto nd = static_cast<double>(n);
+    return {nd, static_cast<double>(x[0]) + s1 / nd, std::max(s2 - s1 * s1 / nd, 0.0)};
+  }
+  Acc run(const T* x, int64_t n) const {
+    Moments m;
+    for (int64_t b = 0; b < n; b += kBlock)
+      m = merge_moments(m, block(x + b, std::min(kBlock, n - b)));
+    return m;
+  }
+  T finish(const Acc& a, int64_t) const {
+    return static_cast<T>(a.m2 / std::max(0.0, a.n - correction));
+  }
+};
+
+// ---- logsumexp: per block the max, then the sum of exp(x - max) (in cache); blocks merged by
+// rescaling to the larger max. -inf everywhere stays -inf; +inf gives +inf; NaN propagates ----
+
+struct LseAcc {
+  double m = -std::numeric_limits<double>::infinity();
+  double s = 0;
+};
+
+template <class T>
+struct LogSumExpReducer {
+  static constexpr bool kColumns = false;
+  static constexpr int64_t kBlock = 1024;
+  using Acc = LseAcc;
+  Acc merge(const Acc& a, const Acc& b) const {
+    if (std::isnan(a.m) || std::isnan(b.m)) return {std::nan(""), 1};
+    double m = std::max(a.m, b.m);
+    if (std::isinf(m)) return {m, m > 0 ? 1.0 : 0.0};
+    return {m, a.s * std::exp(a.m - m) + b.s * std::exp(b.m - m)};
+  }
+  Acc block(const T* x, int64_t n) const {
+    ExtremumReducer<T, true> maxr;
+    auto m = maxr.run(x, n);
+    if (std::isnan(m) || std::isinf(m)) return {static_cast<double>(m), m > 0 ? 1.0 : 0.0};
+    T buf[kBlock];  // exp in a plain loop (vectorizes), then summed in T lanes
+    for (int64_t i = 0; i < n; ++i)
+      buf[i] = math::exp_(x[i] - m);
+    double total = block_sum<T, false>(buf, n, T(0));
+    return {static_cast<double>(m), total};
+  }
+  Acc run(const T* x, int64_t n) const {
+    Acc a;
+    for (int64_t b = 0; b < n; b += kBlock)
+      a = merge(a, block(x + b, std::min(kBlock, n - b)));
+    return a;
+  }
+  T finish(const Acc& a, int64_t) const {
+    if (std::isnan(a.m) || std::isinf(a.m)) return static_cast<T>(a.m);
+    return static_cast<T>(a.m + std::log(a.s));
+  }
+};
+
+// ---- rules and kernels ----
+
+std::vector<OutputGeometry> reduce_shape(const OpDef& op, std::span<const MetaRef> inputs,
+                                         const void* attrs) {
+  const auto& a = attrs_as<ReduceAttrs>(attrs);
+  return {reduce_geometry(op, inputs[0].sizes, a.dims, a.keepdim)};
+}
+
+std::vector<OutputGeometry> var_shape(const OpDef& op, std::span<const MetaRef> inputs,
+                                      const void* attrs) {
+  const auto& a = attrs_as<VarAttrs>(attrs);
+  return {reduce_geometry(op, inputs[0].sizes, a.dims, a.keepdim)};
+}
+
+DType int64_unless_floating(const OpDef&, std::span<const MetaRef> inputs, const void*, size_t) {
   return is_floating(inputs[0].dtype) ? inputs[0].dtype : kInt64;
 }
 
-DType mean_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
+DType same_dtype(const OpDef&, std::span<const MetaRef> inputs, const void*, size_t) {
+  return inputs[0].dtype;
+}
+
+DType float_only_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
   DType t = inputs[0].dtype;
   KILN_CHECK(is_floating(t),
              "{}: could not infer output dtype. Input dtype must be floating point, got {}",
@@ -59,163 +299,63 @@ DType mean_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, 
   return t;
 }
 
-template <class T>
-using acc_t = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-
-// Sum of a contiguous run with independent accumulators, so the loop vectorizes without
-// reassociating a single dependency chain.
-template <class T>
-acc_t<T> sum_contiguous(const T* x, int64_t n) {
-  using A = acc_t<T>;
-  constexpr int kLanes = 16;
-  A acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j)
-      acc[j] += static_cast<A>(x[i + j]);
-  }
-  A total = 0;
-  for (; i < n; ++i)
-    total += static_cast<A>(x[i]);
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j)
-      acc[j] += acc[j + w];
-  }
-  return total + acc[0];
+DType float_or_default_dtype(const OpDef&, std::span<const MetaRef> inputs, const void*, size_t) {
+  return is_floating(inputs[0].dtype) ? inputs[0].dtype : kDefaultFloat;
 }
 
-constexpr int64_t kReduceGrain = 32768;
-
-// out[o] = scale * sum_r x[o * r_size + r], x contiguous [outer, r_size].
-template <class T>
-void reduce_rows(const T* x, T* out, int64_t outer, int64_t r_size, double scale) {
-  using A = acc_t<T>;
-  if (outer == 1 && r_size >= 2 * kReduceGrain && get_num_threads() > 1) {
-    int chunks = get_num_threads();
-    std::vector<A> partial(static_cast<size_t>(chunks), A(0));
-    int64_t step = (r_size + chunks - 1) / chunks;
-    parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        int64_t lo = c * step, hi = std::min(r_size, lo + step);
-        if (lo < hi) partial[static_cast<size_t>(c)] = sum_contiguous(x + lo, hi - lo);
-      }
-    });
-    A total = 0;
-    for (A p : partial)
-      total += p;
-    out[0] = static_cast<T>(static_cast<double>(total) * scale);
-    return;
-  }
-  int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(r_size, 1));
-  parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
-    for (int64_t o = b; o < e; ++o) {
-      A s = sum_contiguous(x + o * r_size, r_size);
-      if constexpr (std::is_floating_point_v<T>) {
-        out[o] = static_cast<T>(static_cast<double>(s) * scale);
-      } else {
-        out[o] = static_cast<T>(s);
-      }
-    }
-  });
-}
-
-// out[k] = scale * sum_r x[r * k_size + k], x contiguous [r_size, k_size].
-template <class T>
-void reduce_columns(const T* x, T* out, int64_t r_size, int64_t k_size, double scale) {
-  using A = acc_t<T>;
-  int64_t grain = std::max<int64_t>(64, kReduceGrain / std::max<int64_t>(r_size, 1));
-  parallel_for(0, k_size, grain, [&](int64_t b, int64_t e) {
-    constexpr int64_t kBlock = 1024;  // accumulators stay in L1 while rows stream past
-    A acc[kBlock];
-    for (int64_t k0 = b; k0 < e; k0 += kBlock) {
-      int64_t n = std::min(kBlock, e - k0);
-      std::fill(acc, acc + n, A(0));
-      for (int64_t r = 0; r < r_size; ++r) {
-        const T* row = x + r * k_size + k0;
-        for (int64_t j = 0; j < n; ++j)
-          acc[j] += static_cast<A>(row[j]);
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        if constexpr (std::is_floating_point_v<T>) {
-          out[k0 + j] = static_cast<T>(static_cast<double>(acc[j]) * scale);
-        } else {
-          out[k0 + j] = static_cast<T>(acc[j]);
-        }
-      }
-    }
-  });
-}
-
-template <bool kMean>
-void sum_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
-                const void* attrs) {
-  const auto& a = attrs_as<ReduceAttrs>(attrs);
+// One kernel for every reducer: `make<T>(plan)` builds the reducer for element type T.
+template <class Attrs, template <class> class Reducer, bool kNeedsNonEmpty = false>
+void reduce_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                   const void* attrs) {
+  const auto& a = attrs_as<Attrs>(attrs);
   const Tensor& out = outputs[0];
-  // Compute in a type the loops support: half types in float, integers and bool in int64.
-  DType compute =
-      is_floating(out.dtype()) && element_size(out.dtype()) == 2 ? kFloat32 : out.dtype();
-  Tensor x = inputs[0].dtype() == compute ? inputs[0] : inputs[0].to(compute);
-  Tensor result = out.dtype() == compute ? out : empty_tensor(out.sizes(), compute, out.device());
-
-  int64_t ndim = x.dim();
-  std::vector<bool> mask = reduced_mask(op, a, ndim);
-  Shape kept, reduced;
-  int64_t kept_numel = 1, reduced_numel = 1;
-  for (int64_t d = 0; d < ndim; ++d) {
-    if (mask[static_cast<size_t>(d)]) {
-      reduced.push_back(d);
-      reduced_numel *= x.size(d);
-    } else {
-      kept.push_back(d);
-      kept_numel *= x.size(d);
+  DType compute = reduction_compute_dtype(out.dtype());
+  with_compute_dtype(inputs[0], out, compute, [&]<class T>(const Tensor& x, const Tensor& res) {
+    ReducePlan p = plan_reduction(op, x, a.dims);
+    if constexpr (kNeedsNonEmpty) check_nonempty_reduction(op, x, p);
+    Reducer<T> r;
+    if constexpr (std::is_same_v<Attrs, VarAttrs>) {
+      r.correction = a.correction;
+    } else if constexpr (requires { r.scale; }) {
+      if (op.name == "mean") {
+        r.scale = p.reduced_numel == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                       : 1.0 / static_cast<double>(p.reduced_numel);
+      }
     }
-  }
-  double scale = kMean ? 1.0 / static_cast<double>(reduced_numel) : 1.0;
-  if (kMean && reduced_numel == 0) scale = std::numeric_limits<double>::quiet_NaN();
+    run_reduction<T>(r, x, res.data_ptr<T>(), p);
+  });
+}
 
-  // Reduced dims first in memory order on a contiguous input: column form.
-  bool reduced_outer =
-      x.is_contiguous() && std::all_of(reduced.begin(), reduced.end(), [&](int64_t d) {
-        return d < static_cast<int64_t>(reduced.size());
-      });
-  auto run = [&]<class T>() {
-    T* dst = result.data_ptr<T>();
-    if (kept_numel == 0) return;
-    if (reduced_outer && !reduced.empty() && !kept.empty()) {
-      reduce_columns<T>(x.data_ptr<T>(), dst, reduced_numel, kept_numel, scale);
-      return;
-    }
-    Shape order = kept;
-    order.insert(order.end(), reduced.begin(), reduced.end());
-    Tensor rows = x.permute(order).contiguous();
-    reduce_rows<T>(rows.data_ptr<T>(), dst, kept_numel, reduced_numel, scale);
-  };
-  switch (compute) {
-    case kFloat32:
-      run.template operator()<float>();
-      break;
-    case kFloat64:
-      run.template operator()<double>();
-      break;
-    default:
-      run.template operator()<int64_t>();
-      break;
-  }
-  if (!result.is_same(out)) out.copy_(result);
+template <class T>
+using AmaxReducer = ExtremumReducer<T, true>;
+template <class T>
+using AminReducer = ExtremumReducer<T, false>;
+
+OpDef& add_reduction(OpTable& table, const char* name, ComputeKernel kernel, DTypeRule dtype) {
+  OpDef& op = table.add<ReduceAttrs>(name, {"self"}, kReduction, "ReduceAttrs");
+  op.shape = reduce_shape;
+  op.dtype = dtype;
+  op.compute[static_cast<int>(DispatchKey::CPU)] = kernel;
+  return op;
 }
 
 }  // namespace
 
 void register_reduction_ops(OpTable& table) {
-  OpDef& sum = table.add<ReduceAttrs>("sum", {"self"}, kReduction, "ReduceAttrs");
-  sum.shape = reduce_shape;
-  sum.dtype = sum_dtype;
-  sum.compute[static_cast<int>(DispatchKey::CPU)] = sum_kernel<false>;
+  add_reduction(table, "sum", reduce_kernel<ReduceAttrs, SumReducer>, int64_unless_floating);
+  add_reduction(table, "mean", reduce_kernel<ReduceAttrs, SumReducer>, float_only_dtype);
+  add_reduction(table, "prod", reduce_kernel<ReduceAttrs, ProdReducer>, int64_unless_floating);
+  add_reduction(table, "amax", reduce_kernel<ReduceAttrs, AmaxReducer, true>, same_dtype);
+  add_reduction(table, "amin", reduce_kernel<ReduceAttrs, AminReducer, true>, same_dtype);
+  add_reduction(table, "logsumexp", reduce_kernel<ReduceAttrs, LogSumExpReducer>,
+                float_or_default_dtype);
 
-  OpDef& mean = table.add<ReduceAttrs>("mean", {"self"}, kReduction, "ReduceAttrs");
-  mean.shape = reduce_shape;
-  mean.dtype = mean_dtype;
-  mean.compute[static_cast<int>(DispatchKey::CPU)] = sum_kernel<true>;
+  OpDef& var = table.add<VarAttrs>("var", {"self"}, kReduction, "VarAttrs");
+  var.shape = var_shape;
+  var.dtype = float_only_dtype;
+  var.compute[static_cast<int>(DispatchKey::CPU)] = reduce_kernel<VarAttrs, VarReducer>;
+
+  register_index_reduction_ops(table);
 }
 
 }  // namespace kiln

@@ -317,3 +317,42 @@ std::vector<Sample> binary_samples(
 }
 
 }  // namespace kiln_test
+
+namespace kiln_test {
+
+RefTensor ref_zip3(const RefTensor& a, const RefTensor& b, const RefTensor& c,
+                   kiln::DType out_dtype, const std::function<double(double, double, double)>& f) {
+  RefTensor out{ref_broadcast_shape(ref_broadcast_shape(a.sizes, b.sizes), c.sizes), {}, out_dtype};
+  int64_t n = ref_numel(out.sizes);
+  out.data.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    Index idx = unravel(i, out.sizes);
+    double x = a.data[static_cast<size_t>(broadcast_source(idx, a.sizes))];
+    double y = b.data[static_cast<size_t>(broadcast_source(idx, b.sizes))];
+    double z = c.data[static_cast<size_t>(broadcast_source(idx, c.sizes))];
+    out.data.push_back(round_to(f(x, y, z), out_dtype));
+  }
+  return out;
+}
+
+kiln::Tensor copy_with_layout(const kiln::Tensor& t, Layout layout) {
+  kiln::Shape sizes = t.sizes();
+  auto nd = static_cast<int64_t>(sizes.size());
+  kiln::TensorOptions opts = kiln::TensorOptions().dtype(t.dtype());
+  kiln::Tensor out;
+  if (layout == Layout::Transposed && nd >= 2) {
+    kiln::Shape swapped = sizes;
+    std::swap(swapped[nd - 1], swapped[nd - 2]);
+    out = kiln::zeros(swapped, opts).transpose(nd - 2, nd - 1);
+  } else if (layout == Layout::Strided && nd >= 1) {
+    kiln::Shape wide = sizes;
+    wide.back() *= 2;
+    out = kiln::zeros(wide, opts).slice(nd - 1, 0, wide.back(), 2);
+  } else {
+    out = kiln::zeros(sizes, opts);
+  }
+  out.copy_(t);
+  return out;
+}
+
+}  // namespace kiln_test

@@ -118,3 +118,18 @@ std::vector<Sample> binary_samples(
     double lo, double hi, double b_lo, double b_hi);
 
 }  // namespace kiln_test
+
+namespace kiln_test {
+
+// ---- additions for ternary and in-place samples ----
+
+// out[i] = f(a[bcast i], b[bcast i], c[bcast i]) over the broadcast of the three shapes.
+RefTensor ref_zip3(const RefTensor& a, const RefTensor& b, const RefTensor& c,
+                   kiln::DType out_dtype, const std::function<double(double, double, double)>& f);
+
+// A fresh tensor with t's values, laid out as `layout` (Transposed needs 2+ dims, Strided 1+;
+// otherwise contiguous). For in-place samples, which must not modify their inputs: the call
+// applies the op to such a copy.
+kiln::Tensor copy_with_layout(const kiln::Tensor& t, Layout layout);
+
+}  // namespace kiln_test

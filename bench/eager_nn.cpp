@@ -1,0 +1,84 @@
+// Eager normalization and reduction figures against copy bandwidth: fused softmax,
+// log_softmax and layer_norm over [8192, 1024] rows, full reductions of 2^24 floats (amax, var,
+// logsumexp), and sum over each dim of [8192, 1024]. Ideal bytes: inputs read once plus
+// outputs written once.
+#include "bench_util.h"
+#include "kiln/kiln.h"
+
+namespace {
+
+constexpr int64_t kRows = 8192, kCols = 1024;
+constexpr int64_t kLarge = int64_t{1} << 24;
+
+template <class F>
+void run_rows(benchmark::State& state, F&& op, int64_t extra_bytes) {
+  kiln::Tensor x = kiln::randn({kRows, kCols});
+  kiln::bench::LoopTimer timer;
+  for (auto _ : state) {
+    kiln::Tensor y = op(x);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  kiln::bench::report_bandwidth(state, timer, 2 * kRows * kCols * 4 + extra_bytes);
+}
+
+void BM_Softmax(benchmark::State& state) {
+  run_rows(
+      state, [](const kiln::Tensor& x) { return kiln::softmax(x, 1); }, 0);
+}
+BENCHMARK(BM_Softmax)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_LogSoftmax(benchmark::State& state) {
+  run_rows(
+      state, [](const kiln::Tensor& x) { return kiln::log_softmax(x, 1); }, 0);
+}
+BENCHMARK(BM_LogSoftmax)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_LayerNorm(benchmark::State& state) {
+  kiln::Tensor w = kiln::rand({kCols}), b = kiln::rand({kCols});
+  run_rows(
+      state, [&](const kiln::Tensor& x) { return kiln::layer_norm(x, {kCols}, w, b); },
+      2 * kCols * 4);
+}
+BENCHMARK(BM_LayerNorm)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+template <class F>
+void run_full(benchmark::State& state, F&& op) {
+  kiln::Tensor a = kiln::randn({kLarge});
+  kiln::bench::LoopTimer timer;
+  for (auto _ : state) {
+    kiln::Tensor s = op(a);
+    benchmark::DoNotOptimize(s.raw_data());
+  }
+  kiln::bench::report_bandwidth(state, timer, kLarge * 4 + 4);
+}
+
+void BM_AmaxAll(benchmark::State& state) {
+  run_full(state, [](const kiln::Tensor& a) { return kiln::amax(a); });
+}
+BENCHMARK(BM_AmaxAll)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_VarAll(benchmark::State& state) {
+  run_full(state, [](const kiln::Tensor& a) { return kiln::var(a); });
+}
+BENCHMARK(BM_VarAll)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_LogSumExpAll(benchmark::State& state) {
+  run_full(state, [](const kiln::Tensor& a) { return kiln::logsumexp(a); });
+}
+BENCHMARK(BM_LogSumExpAll)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// sum over dim 0 (column form, output [1024]) and dim 1 (row form, output [8192]).
+void BM_SumDim(benchmark::State& state) {
+  int64_t dim = state.range(0);
+  kiln::Tensor x = kiln::randn({kRows, kCols});
+  int64_t out = dim == 0 ? kCols : kRows;
+  kiln::bench::LoopTimer timer;
+  for (auto _ : state) {
+    kiln::Tensor s = kiln::sum(x, {dim});
+    benchmark::DoNotOptimize(s.raw_data());
+  }
+  kiln::bench::report_bandwidth(state, timer, (kRows * kCols + out) * 4);
+}
+BENCHMARK(BM_SumDim)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,106 @@
+// Eager pointwise figures: large contiguous float32 ops (2^24 elements) as GB/s and as a
+// fraction of the copy bandwidth (report_bandwidth). Simple arithmetic is memory bound; the
+// transcendental ones show how far their math is from the memory floor.
+#include "bench_util.h"
+#include "kiln/kiln.h"
+
+namespace {
+
+constexpr int64_t kLarge = int64_t{1} << 24;
+
+// out = f(x) for one float32 input: 4 bytes read + `out_bytes` written per element.
+template <class F>
+void unary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4) {
+  int64_t n = state.range(0);
+  kiln::Tensor x = kiln::randn({n});
+  kiln::bench::LoopTimer timer;
+  for (auto _ : state) {
+    kiln::Tensor y = f(x);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  kiln::bench::report_bandwidth(state, timer, n * (4 + out_bytes));
+}
+
+// out = f(a, b) for two float32 inputs: 8 bytes read + `out_bytes` written per element.
+template <class F>
+void binary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4) {
+  int64_t n = state.range(0);
+  kiln::Tensor a = kiln::randn({n}), b = kiln::randn({n});
+  kiln::bench::LoopTimer timer;
+  for (auto _ : state) {
+    kiln::Tensor y = f(a, b);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  kiln::bench::report_bandwidth(state, timer, n * (8 + out_bytes));
+}
+
+using T = kiln::Tensor;
+
+void BM_EagerMul(benchmark::State& s) {
+  binary_bench(s, [](const T& a, const T& b) { return kiln::mul(a, b); });
+}
+void BM_EagerMaximum(benchmark::State& s) {
+  binary_bench(s, [](const T& a, const T& b) { return kiln::maximum(a, b); });
+}
+void BM_EagerExp(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::exp(x); });
+}
+void BM_EagerTanh(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::tanh(x); });
+}
+void BM_EagerErf(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::erf(x); });
+}
+void BM_EagerSigmoid(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::sigmoid(x); });
+}
+void BM_EagerGeluTanh(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::gelu(x, "tanh"); });
+}
+void BM_EagerGeluErf(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::gelu(x); });
+}
+void BM_EagerSqrt(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::sqrt(x); });
+}
+void BM_EagerClamp(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::clamp(x, -0.5, 0.5); });
+}
+// Comparisons write one byte per element (a Bool tensor).
+void BM_EagerGt(benchmark::State& s) {
+  binary_bench(
+      s, [](const T& a, const T& b) { return kiln::gt(a, b); }, 1);
+}
+void BM_EagerGtScalar(benchmark::State& s) {
+  unary_bench(
+      s, [](const T& x) { return kiln::gt(x, 0.0); }, 1);
+}
+// In place: reads self and other, writes self; no allocation.
+void BM_EagerAddInplace(benchmark::State& state) {
+  int64_t n = state.range(0);
+  kiln::Tensor a = kiln::randn({n}), b = kiln::randn({n});
+  kiln::bench::LoopTimer timer;
+  for (auto _ : state) {
+    kiln::add_(a, b);
+    benchmark::DoNotOptimize(a.raw_data());
+  }
+  kiln::bench::report_bandwidth(state, timer, 3 * n * 4);
+}
+
+#define KILN_PW_BENCH(fn) BENCHMARK(fn)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond)
+KILN_PW_BENCH(BM_EagerMul);
+KILN_PW_BENCH(BM_EagerMaximum);
+KILN_PW_BENCH(BM_EagerExp);
+KILN_PW_BENCH(BM_EagerTanh);
+KILN_PW_BENCH(BM_EagerErf);
+KILN_PW_BENCH(BM_EagerSigmoid);
+KILN_PW_BENCH(BM_EagerGeluTanh);
+KILN_PW_BENCH(BM_EagerGeluErf);
+KILN_PW_BENCH(BM_EagerSqrt);
+KILN_PW_BENCH(BM_EagerClamp);
+KILN_PW_BENCH(BM_EagerGt);
+KILN_PW_BENCH(BM_EagerGtScalar);
+KILN_PW_BENCH(BM_EagerAddInplace);
+#undef KILN_PW_BENCH
+
+}  // namespace

@@ -1,0 +1,58 @@
+#include "kiln/frontend/nn_ops.h"
+
+#include "kiln/frontend/pointwise_ops.h"
+#include "kiln/frontend/reduction_ops.h"
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/nn_attrs.h"
+#include "kiln/runtime/op_table.h"
+
+namespace kiln {
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return call_op1(KILN_OP("softmax"), {x}, SoftmaxAttrs{dim});
+}
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  return call_op1(KILN_OP("log_softmax"), {x}, SoftmaxAttrs{dim});
+}
+
+Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  LayerNormAttrs a{std::move(normalized_shape), eps, weight.defined(), bias.defined()};
+  std::vector<Tensor> inputs{x};
+  if (weight.defined()) inputs.push_back(weight);
+  if (bias.defined()) inputs.push_back(bias);
+  return std::move(call_op(KILN_OP("layer_norm"), inputs, &a)[0]);
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                int64_t ignore_index) {
+  return call_op1(KILN_OP("nll_loss"), {input, target}, NllLossAttrs{reduction, ignore_index});
+}
+
+// cross_entropy = nll_loss(log_softmax(logits, class dim)), as in PyTorch.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
+                     int64_t ignore_index) {
+  KILN_CHECK(target.dtype() == kInt64,
+             "cross_entropy: expected target of dtype int64 (class indices), got {} (target "
+             "shape {}, logits shape {}); probability targets are not supported",
+             target.dtype(), shape_str(target.sizes()), shape_str(logits.sizes()));
+  KILN_CHECK(logits.dim() == 1 || logits.dim() == 2,
+             "cross_entropy: expected logits of shape [N, C] or [C], got {}",
+             shape_str(logits.sizes()));
+  return nll_loss(log_softmax(logits, logits.dim() == 1 ? 0 : 1), target, reduction, ignore_index);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  KILN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum",
+             "mse_loss: reduction must be \"none\", \"mean\" or \"sum\", got \"{}\"", reduction);
+  KILN_CHECK(input.sizes() == target.sizes(),
+             "mse_loss: input of shape {} and target of shape {} must have the same shape",
+             shape_str(input.sizes()), shape_str(target.sizes()));
+  Tensor d = sub(input, target);
+  Tensor sq = mul(d, d);
+  if (reduction == "none") return sq;
+  return reduction == "sum" ? sum(sq) : mean(sq);
+}
+
+}  // namespace kiln

@@ -1,0 +1,229 @@
+// Pointwise ops that select or compare: maximum/minimum, the comparisons (tensor and scalar
+// forms, Bool output), the logical ops, where and masked_fill. The math is in
+// runtime/pointwise_math.h.
+#include "kiln/runtime/kernels/pointwise_kernels.h"
+#include "kiln/runtime/pointwise_math.h"
+
+namespace kiln::pointwise {
+namespace {
+
+// ---- maximum / minimum ----
+
+template <class Math>
+void binary_nocoef_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                          std::span<const Tensor> inputs, const void*) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
+    binary_loop<T, T>(it, [](compute_t<T> a, compute_t<T> b) { return Math()(a, b); });
+  });
+}
+
+struct MaximumMath {
+  template <class V>
+  V operator()(V a, V b) const {
+    return math::maximum(a, b);
+  }
+};
+struct MinimumMath {
+  template <class V>
+  V operator()(V a, V b) const {
+    return math::minimum(a, b);
+  }
+};
+
+// ---- comparisons: compute in the promoted type, write Bool ----
+
+#define KILN_CMP(Name, fn)            \
+  struct Name {                       \
+    template <class V>                \
+    auto operator()(V a, V b) const { \
+      return math::fn(a, b);          \
+    }                                 \
+  };
+KILN_CMP(EqMath, eq)
+KILN_CMP(NeMath, ne)
+KILN_CMP(LtMath, lt)
+KILN_CMP(LeMath, le)
+KILN_CMP(GtMath, gt)
+KILN_CMP(GeMath, ge)
+#undef KILN_CMP
+
+DType bool_dtype(const OpDef&, std::span<const MetaRef>, const void*, size_t) {
+  return kBool;
+}
+
+template <class Math>
+void compare_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                    std::span<const Tensor> inputs, const void*) {
+  DType compute = result_type(metas_of(inputs));
+  std::vector<Tensor> cast = cast_inputs(inputs, compute);
+  TensorIterator it(outputs, cast);
+  KILN_DISPATCH_ALL(compute, op.name, [&]<class T>() {
+    binary_loop<bool, T>(it, [](compute_t<T> a, compute_t<T> b) { return Math()(a, b); });
+  });
+}
+
+template <class Math>
+void compare_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                           std::span<const Tensor> inputs, const void* attrs) {
+  const Scalar& other = attrs_as<ScalarOtherAttrs>(attrs).other;
+  DType compute = result_type(metas_of(inputs), &other);
+  std::vector<Tensor> cast = cast_inputs(inputs, compute);
+  TensorIterator it(outputs, cast);
+  KILN_DISPATCH_ALL(compute, op.name, [&]<class T>() {
+    using C = compute_t<T>;
+    C b = other.to<C>();
+    unary_loop<bool, T>(it, [b](C a) { return Math()(a, b); });
+  });
+}
+
+template <class Math>
+void def_compare(OpTable& table, const std::string& name) {
+  OpDef& t = table.add<NoAttrs>(name, {"self", "other"},
+                                kPointwise | kRecomputable | kNonDifferentiable, "NoAttrs");
+  t.shape = rules::broadcast_shape;
+  t.dtype = bool_dtype;
+  t.compute[kCpuKey] = compare_kernel<Math>;
+
+  OpDef& s = table.add<ScalarOtherAttrs>(name + "_scalar", {"self"},
+                                         kPointwise | kRecomputable | kNonDifferentiable,
+                                         "ScalarOtherAttrs");
+  s.shape = rules::same_shape;
+  s.dtype = bool_dtype;
+  s.compute[kCpuKey] = compare_scalar_kernel<Math>;
+}
+
+// ---- logical ops: any dtype, nonzero is true, Bool output ----
+
+void logical_and_kernel(const OpDef&, std::span<const Tensor> outputs,
+                        std::span<const Tensor> inputs, const void*) {
+  std::vector<Tensor> cast = cast_inputs(inputs, kBool);
+  TensorIterator it(outputs, cast);
+  binary_loop<bool, bool>(it, [](bool a, bool b) { return math::logical_and(a, b); });
+}
+void logical_or_kernel(const OpDef&, std::span<const Tensor> outputs,
+                       std::span<const Tensor> inputs, const void*) {
+  std::vector<Tensor> cast = cast_inputs(inputs, kBool);
+  TensorIterator it(outputs, cast);
+  binary_loop<bool, bool>(it, [](bool a, bool b) { return math::logical_or(a, b); });
+}
+void logical_not_kernel(const OpDef&, std::span<const Tensor> outputs,
+                        std::span<const Tensor> inputs, const void*) {
+  std::vector<Tensor> cast = cast_inputs(inputs, kBool);
+  TensorIterator it(outputs, cast);
+  unary_loop<bool, bool>(it, [](bool a) { return math::logical_not(a); });
+}
+
+// ---- where(cond, self, other) ----
+
+DType where_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
+  KILN_CHECK(inputs[0].dtype == kBool,
+             "{}: expected condition to be a bool tensor, but got a tensor of dtype {} and shape "
+             "{}",
+             op.name, inputs[0].dtype, shape_str(inputs[0].sizes));
+  return result_type(inputs.subspan(1));
+}
+
+void where_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                  const void*) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs.subspan(1), dtype);
+  std::array<Tensor, 3> ops{inputs[0], cast[0], cast[1]};
+  TensorIterator it(outputs, ops);
+  KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
+    nary_loop<T, bool, T, T>(
+        it, [](bool c, compute_t<T> a, compute_t<T> b) { return math::where(c, a, b); });
+  });
+}
+
+// ---- masked_fill(self, mask, value) ----
+
+std::vector<OutputGeometry> masked_fill_shape(const OpDef& op, std::span<const MetaRef> inputs,
+                                              const void*) {
+  Shape self(inputs[0].sizes.begin(), inputs[0].sizes.end());
+  Shape b = broadcast_shapes(op.name, self, inputs[1].sizes);
+  KILN_CHECK(b == self, "{}: mask of shape {} is not broadcastable to self of shape {}", op.name,
+             shape_str(inputs[1].sizes), shape_str(self));
+  return {OutputGeometry{std::move(self)}};
+}
+
+DType masked_fill_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
+                        size_t) {
+  KILN_CHECK(inputs[1].dtype == kBool,
+             "{}: expected mask to be a bool tensor, but got a tensor of dtype {} and shape {} "
+             "(self has shape {})",
+             op.name, inputs[1].dtype, shape_str(inputs[1].sizes), shape_str(inputs[0].sizes));
+  const Scalar& v = attrs_as<MaskedFillAttrs>(attrs).value;
+  KILN_CHECK(!is_integral(inputs[0].dtype, true) || !v.is_floating() ||
+                 v.to_double() == static_cast<double>(v.to_int()),
+             "{}: value {} cannot be converted to type {} without overflow", op.name, v,
+             inputs[0].dtype);
+  return inputs[0].dtype;
+}
+
+void masked_fill_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                        std::span<const Tensor> inputs, const void* attrs) {
+  DType dtype = outputs[0].dtype();
+  const Scalar& value = attrs_as<MaskedFillAttrs>(attrs).value;
+  TensorIterator it(outputs, inputs);
+  KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
+    using C = compute_t<T>;
+    C v = value.to<C>();
+    nary_loop<T, T, bool>(it, [v](C x, bool m) { return math::masked_fill(x, m, v); });
+  });
+}
+
+}  // namespace
+
+void register_pointwise_compare_ops(OpTable& table) {
+  for (auto [name, kernel] : {std::pair{"maximum", &binary_nocoef_kernel<MaximumMath>},
+                              std::pair{"minimum", &binary_nocoef_kernel<MinimumMath>}}) {
+    OpDef& m = table.add<NoAttrs>(name, {"self", "other"}, kPointwise | kRecomputable, "NoAttrs");
+    m.shape = rules::broadcast_shape;
+    m.dtype = unary_dtype_rule<Promote::Same>;
+    m.compute[kCpuKey] = kernel;
+  }
+
+  def_compare<EqMath>(table, "eq");
+  def_compare<NeMath>(table, "ne");
+  def_compare<LtMath>(table, "lt");
+  def_compare<LeMath>(table, "le");
+  def_compare<GtMath>(table, "gt");
+  def_compare<GeMath>(table, "ge");
+
+  constexpr uint32_t kLogical = kPointwise | kRecomputable | kNonDifferentiable;
+  OpDef& land = table.add<NoAttrs>("logical_and", {"self", "other"}, kLogical, "NoAttrs");
+  land.shape = rules::broadcast_shape;
+  land.dtype = bool_dtype;
+  land.compute[kCpuKey] = logical_and_kernel;
+  OpDef& lor = table.add<NoAttrs>("logical_or", {"self", "other"}, kLogical, "NoAttrs");
+  lor.shape = rules::broadcast_shape;
+  lor.dtype = bool_dtype;
+  lor.compute[kCpuKey] = logical_or_kernel;
+  OpDef& lnot = table.add<NoAttrs>("logical_not", {"self"}, kLogical, "NoAttrs");
+  lnot.shape = rules::same_shape;
+  lnot.dtype = bool_dtype;
+  lnot.compute[kCpuKey] = logical_not_kernel;
+
+  OpDef& where = table.add<NoAttrs>("where", {"condition", "self", "other"},
+                                    kPointwise | kRecomputable, "NoAttrs");
+  where.shape = rules::broadcast_shape;
+  where.dtype = where_dtype;
+  where.compute[kCpuKey] = where_kernel;
+
+  OpDef& mf = table.add<MaskedFillAttrs>("masked_fill", {"self", "mask"},
+                                         kPointwise | kRecomputable, "MaskedFillAttrs");
+  mf.shape = masked_fill_shape;
+  mf.dtype = masked_fill_dtype;
+  mf.compute[kCpuKey] = masked_fill_kernel;
+
+  OpDef& mf_ =
+      table.add<MaskedFillAttrs>("masked_fill_", {"self", "mask"}, kInPlace, "MaskedFillAttrs");
+  mf_.shape = masked_fill_shape;
+  mf_.dtype = masked_fill_dtype;
+  mf_.compute[kCpuKey] = masked_fill_kernel;
+}
+
+}  // namespace kiln::pointwise

@@ -1,0 +1,226 @@
+// Building blocks shared by the pointwise op family (pointwise_*_ops.cpp): dtype rules, the
+// generic kernels that instantiate the math of runtime/pointwise_math.h per dtype, and the
+// registration entry points of the family's files (all called from register_pointwise_ops).
+#pragma once
+
+#include <array>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/op_rules.h"
+#include "kiln/runtime/kernels/pointwise_attrs.h"
+#include "kiln/runtime/kernels/pointwise_loops.h"
+#include "kiln/runtime/op_table.h"
+#include "kiln/runtime/type_promotion.h"
+
+namespace kiln::pointwise {
+
+inline constexpr int kCpuKey = static_cast<int>(DispatchKey::CPU);
+
+enum class Promote {
+  Same,        // result_type of the operands
+  IntToFloat,  // as Same, then integer and bool results become the default float
+  NoBool,      // as Same; bool operands are an error (sub, neg)
+};
+
+template <Promote P>
+DType check_promotion(const OpDef& op, DType t) {
+  if constexpr (P == Promote::IntToFloat) {
+    return is_floating(t) ? t : kDefaultFloat;
+  } else if constexpr (P == Promote::NoBool) {
+    KILN_CHECK(t != kBool, "{}: not supported for bool tensors", op.name);
+  }
+  return t;
+}
+
+// As torch: alpha may not be a float for an integer result (the kernel would silently truncate
+// it), and a bool alpha only makes sense for a bool result.
+inline DType check_alpha(const OpDef& op, DType result, const Scalar& alpha) {
+  KILN_CHECK(!is_integral(result, true) || !alpha.is_floating(),
+             "{}: for integral input tensors (result dtype {}), argument alpha must not be a "
+             "floating point number (got {})",
+             op.name, result, alpha);
+  KILN_CHECK(!alpha.is_bool() || result == kBool,
+             "{}: a bool alpha is only supported for bool results (result dtype {})", op.name,
+             result);
+  return result;
+}
+
+template <Promote P>
+DType unary_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
+  return check_promotion<P>(op, result_type(inputs));
+}
+
+template <Promote P>
+DType binary_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
+                        size_t) {
+  const auto& a = attrs_as<AlphaAttrs>(attrs);
+  return check_alpha(op, check_promotion<P>(op, result_type(inputs)), a.alpha);
+}
+
+template <Promote P>
+DType scalar_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
+                        size_t) {
+  const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
+  return check_alpha(op, check_promotion<P>(op, result_type(inputs, &a.other)), a.alpha);
+}
+
+// torch.can_cast for the in-place ops: a result may be written into an output of the same or
+// a higher category (bool < integer < floating), never a lower one.
+inline bool can_cast(DType from, DType to) {
+  auto category = [](DType t) { return t == kBool ? 0 : is_integral(t, false) ? 1 : 2; };
+  return category(from) <= category(to);
+}
+
+// The in-place version of an out-of-place dtype rule: the result is written into self, so its
+// dtype is self's, provided the promoted result type can be cast to it.
+template <DTypeRule Rule>
+DType inplace_dtype_rule(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
+                         size_t i) {
+  DType result = Rule(op, inputs, attrs, i);
+  DType self = inputs[0].dtype;
+  KILN_CHECK(can_cast(result, self),
+             "{}: result type {} can't be cast to the desired output type {} (self has shape {} "
+             "and dtype {})",
+             op.name, result, self, shape_str(inputs[0].sizes), self);
+  return self;
+}
+
+// The in-place shape rule: the other inputs broadcast to self's shape, never the reverse.
+inline std::vector<OutputGeometry> inplace_shape_rule(const OpDef& op,
+                                                      std::span<const MetaRef> inputs,
+                                                      const void*) {
+  Shape self(inputs[0].sizes.begin(), inputs[0].sizes.end());
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    Shape b = broadcast_shapes(op.name, self, inputs[i].sizes);
+    KILN_CHECK(b == self,
+               "{}: output with shape {} doesn't match the broadcast shape {} (input {} has shape "
+               "{})",
+               op.name, shape_str(self), shape_str(b), i, shape_str(inputs[i].sizes));
+  }
+  return {OutputGeometry{std::move(self)}};
+}
+
+// ---- loops ----
+
+// out = f(in0, in1, ...) with one C++ type per operand (each input already in its type).
+template <class Out, class... In, class F>
+void nary_loop(const TensorIterator& it, const F& f) {
+  it.for_each([&](char** data, const int64_t* s, int64_t n) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      auto* out = reinterpret_cast<Out*>(data[0]);
+      if (s[0] == sizeof(Out) && ((s[I + 1] == sizeof(In)) && ...)) {
+        std::tuple<const In*...> p{reinterpret_cast<const In*>(data[I + 1])...};
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = static_cast<Out>(f(static_cast<compute_t<In>>(std::get<I>(p)[i])...));
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          *reinterpret_cast<Out*>(data[0] + i * s[0]) =
+              static_cast<Out>(f(static_cast<compute_t<In>>(
+                  *reinterpret_cast<const In*>(data[I + 1] + i * s[I + 1]))...));
+        }
+      }
+    }
+    (std::index_sequence_for<In...>{});
+  });
+}
+
+// ---- kernels ----
+
+// Unary: Math is a functor with `template <class V> V operator()(V x) const`, constructed from
+// the op's attribute struct `A` when it takes one.
+template <class Math, class A = NoAttrs>
+void unary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                  const void* attrs) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  const Math m = [&] {
+    if constexpr (std::is_same_v<A, NoAttrs>) {
+      return Math{};
+    } else {
+      return Math{attrs_as<A>(attrs)};
+    }
+  }();
+  KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
+    unary_loop<T, T>(it, [&m](compute_t<T> x) { return m(x); });
+  });
+}
+
+// Binary tensor-tensor: Math is `operator()(V a, V b, V alpha)`.
+template <class Math>
+void binary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                   const void* attrs) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  const auto& a = attrs_as<AlphaAttrs>(attrs);
+  KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
+    using C = compute_t<T>;
+    C alpha = a.alpha.to<C>();
+    binary_loop<T, T>(it, [alpha](C x, C y) { return Math()(x, y, alpha); });
+  });
+}
+
+// Binary tensor-scalar: the scalar is an attribute, so the loop is unary.
+template <class Math>
+void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                   const void* attrs) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
+  KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
+    using C = compute_t<T>;
+    C other = a.other.to<C>(), alpha = a.alpha.to<C>();
+    unary_loop<T, T>(it, [other, alpha](C x) { return Math()(x, other, alpha); });
+  });
+}
+
+inline std::vector<MetaRef> metas_of(std::span<const Tensor> inputs) {
+  std::vector<MetaRef> m;
+  m.reserve(inputs.size());
+  for (const Tensor& t : inputs)
+    m.push_back(MetaRef::of(t));
+  return m;
+}
+
+// Note [In-place ops]
+// An in-place op (add_, clamp_, masked_fill_, relu_, ...) is its own kInPlace table entry:
+// output 0 is input 0 (the dispatcher aliases it and bumps its version counter), the other
+// inputs broadcast to self's shape (inplace_shape_rule), and its dtype is self's, provided the
+// out-of-place result type can be cast to it (inplace_dtype_rule; int.add_(float) throws).
+// Writing through a view writes into the view's storage, so the base sees the change.
+//
+// The CPU kernel of an in-place op, from its out-of-place kernel and dtype rule. The math runs
+// in the promoted result type, as torch computes it: directly into self when that is self's
+// dtype, else into a temporary that is then converted into self.
+template <ComputeKernel Kernel, DTypeRule Rule>
+void inplace_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                    std::span<const Tensor> inputs, const void* attrs) {
+  const Tensor& self = outputs[0];
+  std::vector<MetaRef> metas = metas_of(inputs);
+  DType result = Rule(op, metas, attrs, 0);
+  if (result == self.dtype()) {
+    Kernel(op, outputs, inputs, attrs);
+    return;
+  }
+  std::array<Tensor, 1> tmp{empty_tensor(self.sizes(), result, self.device())};
+  Kernel(op, tmp, inputs, attrs);
+  std::vector<Tensor> back = cast_inputs(tmp, self.dtype());
+  TensorIterator it(outputs, back);
+  KILN_DISPATCH_ALL(self.dtype(), op.name,
+                    [&]<class T>() { unary_loop<T, T>(it, [](compute_t<T> x) { return x; }); });
+}
+
+// ---- registration of the family's files ----
+void register_pointwise_math_ops(OpTable& table);     // pointwise_math_ops.cpp
+void register_pointwise_compare_ops(OpTable& table);  // pointwise_compare_ops.cpp
+
+}  // namespace kiln::pointwise

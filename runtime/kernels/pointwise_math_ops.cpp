@@ -1,0 +1,177 @@
+// Pointwise math ops beyond the arithmetic of pointwise_ops.cpp: pow, the float functions
+// (log1p ... erf, gelu, silu), abs, sign and clamp. The math is in runtime/pointwise_math.h.
+#include "kiln/runtime/kernels/pointwise_kernels.h"
+#include "kiln/runtime/pointwise_math.h"
+
+namespace kiln::pointwise {
+namespace {
+
+#define KILN_MATH1(Name, expr) \
+  struct Name {                \
+    template <class V>         \
+    V operator()(V x) const {  \
+      return expr;             \
+    }                          \
+  };
+KILN_MATH1(Log1pMath, math::log1p_(x))
+KILN_MATH1(Expm1Math, math::expm1_(x))
+KILN_MATH1(SqrtMath, math::sqrt_(x))
+KILN_MATH1(RsqrtMath, math::rsqrt(x))
+KILN_MATH1(AbsMath, math::abs_(x))
+KILN_MATH1(SignMath, math::sign(x))
+KILN_MATH1(SiluMath, math::silu(x))
+KILN_MATH1(SinMath, math::sin_(x))
+KILN_MATH1(CosMath, math::cos_(x))
+KILN_MATH1(ErfMath, math::erf_(x))
+KILN_MATH1(GeluErfMath, math::gelu_erf(x))
+KILN_MATH1(GeluTanhMath, math::gelu_tanh(x))
+#undef KILN_MATH1
+
+template <class Math, Promote P>
+void def_unary(OpTable& table, const std::string& name) {
+  OpDef& u = table.add<NoAttrs>(name, {"self"}, kPointwise | kRecomputable, "NoAttrs");
+  u.shape = rules::same_shape;
+  u.dtype = unary_dtype_rule<P>;
+  u.compute[kCpuKey] = unary_kernel<Math>;
+}
+
+// ---- pow ----
+
+DType pow_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
+  return check_promotion<Promote::NoBool>(op, result_type(inputs));
+}
+
+DType pow_scalar_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
+                       size_t) {
+  const Scalar& e = attrs_as<ScalarOtherAttrs>(attrs).other;
+  DType t = check_promotion<Promote::NoBool>(op, result_type(inputs, &e));
+  KILN_CHECK(!is_integral(t, false) || e.is_bool() || e.to_int() >= 0,
+             "{}: integers to negative integer powers are not allowed (self dtype {}, exponent "
+             "{})",
+             op.name, inputs[0].dtype, e);
+  return t;
+}
+
+void pow_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                const void*) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
+    binary_loop<T, T>(it, [](compute_t<T> a, compute_t<T> b) { return math::pow_(a, b); });
+  });
+}
+
+void pow_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                       std::span<const Tensor> inputs, const void* attrs) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  const Scalar& e = attrs_as<ScalarOtherAttrs>(attrs).other;
+  KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
+    using C = compute_t<T>;
+    C ev = e.to<C>();
+    unary_loop<T, T>(it, [ev](C x) { return math::pow_(x, ev); });
+  });
+}
+
+// ---- gelu ----
+
+DType gelu_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs, size_t) {
+  const std::string& approx = attrs_as<GeluAttrs>(attrs).approximate;
+  KILN_CHECK(approx == "none" || approx == "tanh",
+             "{}: approximate must be \"none\" or \"tanh\", got \"{}\" (input of shape {} and "
+             "dtype {})",
+             op.name, approx, shape_str(inputs[0].sizes), inputs[0].dtype);
+  return check_promotion<Promote::IntToFloat>(op, result_type(inputs));
+}
+
+void gelu_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                 const void* attrs) {
+  if (attrs_as<GeluAttrs>(attrs).approximate == "tanh") {
+    unary_kernel<GeluTanhMath>(op, outputs, inputs, attrs);
+  } else {
+    unary_kernel<GeluErfMath>(op, outputs, inputs, attrs);
+  }
+}
+
+// ---- clamp ----
+
+// As torch: the bounds take part in type promotion like Python numbers (an int tensor clamped
+// to 0.5 becomes float). Only their category matters, so the highest one stands for both.
+DType clamp_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs, size_t) {
+  const auto& a = attrs_as<ClampAttrs>(attrs);
+  KILN_CHECK(a.min || a.max,
+             "{}: at least one of 'min' or 'max' must not be None (input of shape {} and dtype {})",
+             op.name, shape_str(inputs[0].sizes), inputs[0].dtype);
+  const Scalar* bound = &*(a.min ? a.min : a.max);
+  if (a.min && a.max && static_cast<int>(a.max->kind()) > static_cast<int>(a.min->kind())) {
+    bound = &*a.max;
+  }
+  return check_promotion<Promote::NoBool>(op, result_type(inputs, bound));
+}
+
+void clamp_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                  const void* attrs) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  const auto& a = attrs_as<ClampAttrs>(attrs);
+  KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
+    using C = compute_t<T>;
+    if (a.min && a.max) {
+      C lo = a.min->to<C>(), hi = a.max->to<C>();
+      unary_loop<T, T>(it, [lo, hi](C x) { return math::clamp(x, lo, hi); });
+    } else if (a.min) {
+      C lo = a.min->to<C>();
+      unary_loop<T, T>(it, [lo](C x) { return math::clamp_min(x, lo); });
+    } else {
+      C hi = a.max->to<C>();
+      unary_loop<T, T>(it, [hi](C x) { return math::clamp_max(x, hi); });
+    }
+  });
+}
+
+}  // namespace
+
+void register_pointwise_math_ops(OpTable& table) {
+  def_unary<Log1pMath, Promote::IntToFloat>(table, "log1p");
+  def_unary<Expm1Math, Promote::IntToFloat>(table, "expm1");
+  def_unary<SqrtMath, Promote::IntToFloat>(table, "sqrt");
+  def_unary<RsqrtMath, Promote::IntToFloat>(table, "rsqrt");
+  def_unary<AbsMath, Promote::NoBool>(table, "abs");
+  def_unary<SignMath, Promote::NoBool>(table, "sign");
+  def_unary<SiluMath, Promote::IntToFloat>(table, "silu");
+  def_unary<SinMath, Promote::IntToFloat>(table, "sin");
+  def_unary<CosMath, Promote::IntToFloat>(table, "cos");
+  def_unary<ErfMath, Promote::IntToFloat>(table, "erf");
+
+  OpDef& pow =
+      table.add<NoAttrs>("pow", {"self", "exponent"}, kPointwise | kRecomputable, "NoAttrs");
+  pow.shape = rules::broadcast_shape;
+  pow.dtype = pow_dtype;
+  pow.compute[kCpuKey] = pow_kernel;
+
+  OpDef& pow_s = table.add<ScalarOtherAttrs>("pow_scalar", {"self"}, kPointwise | kRecomputable,
+                                             "ScalarOtherAttrs");
+  pow_s.shape = rules::same_shape;
+  pow_s.dtype = pow_scalar_dtype;
+  pow_s.compute[kCpuKey] = pow_scalar_kernel;
+
+  OpDef& gelu = table.add<GeluAttrs>("gelu", {"self"}, kPointwise | kRecomputable, "GeluAttrs");
+  gelu.shape = rules::same_shape;
+  gelu.dtype = gelu_dtype;
+  gelu.compute[kCpuKey] = gelu_kernel;
+
+  OpDef& clamp = table.add<ClampAttrs>("clamp", {"self"}, kPointwise | kRecomputable, "ClampAttrs");
+  clamp.shape = rules::same_shape;
+  clamp.dtype = clamp_dtype;
+  clamp.compute[kCpuKey] = clamp_kernel;
+
+  OpDef& clamp_ = table.add<ClampAttrs>("clamp_", {"self"}, kInPlace, "ClampAttrs");
+  clamp_.shape = rules::same_shape;
+  clamp_.dtype = inplace_dtype_rule<clamp_dtype>;
+  clamp_.compute[kCpuKey] = inplace_kernel<clamp_kernel, clamp_dtype>;
+}
+
+}  // namespace kiln::pointwise

@@ -1,0 +1,195 @@
+// Vectorized building blocks shared by the reduction and normalization kernels. GCC neither
+// vectorizes a select-based max/min reduction loop without -ffinite-math-only nor lowers
+// generic vector selects well at the SSE2 baseline, so on x86-64 the extreme of a run uses
+// SSE2 intrinsics (four independent accumulators); elsewhere it is a scalar loop.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace kiln {
+
+namespace detail {
+
+template <bool kMax, class T>
+T better(T a, T b) {
+  if constexpr (kMax) {
+    return b > a ? b : a;
+  } else {
+    return b < a ? b : a;
+  }
+}
+
+#if defined(__SSE2__)
+// SSE2 lanes of float (4) or double (2): max/min lanes plus an unordered (NaN) mask.
+template <class T>
+struct Sse;
+template <>
+struct Sse<float> {
+  using V = __m128;
+  static constexpr int kW = 4;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static V set1(float v) { return _mm_set1_ps(v); }
+  static V max(V a, V b) { return _mm_max_ps(a, b); }
+  static V min(V a, V b) { return _mm_min_ps(a, b); }
+  static V unord(V a) { return _mm_cmpunord_ps(a, a); }
+  static V bor(V a, V b) { return _mm_or_ps(a, b); }
+  static bool any(V m) { return _mm_movemask_ps(m) != 0; }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static V add(V a, V b) { return _mm_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm_mul_ps(a, b); }
+};
+template <>
+struct Sse<double> {
+  using V = __m128d;
+  static constexpr int kW = 2;
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static V set1(double v) { return _mm_set1_pd(v); }
+  static V max(V a, V b) { return _mm_max_pd(a, b); }
+  static V min(V a, V b) { return _mm_min_pd(a, b); }
+  static V unord(V a) { return _mm_cmpunord_pd(a, a); }
+  static V bor(V a, V b) { return _mm_or_pd(a, b); }
+  static bool any(V m) { return _mm_movemask_pd(m) != 0; }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+  static V add(V a, V b) { return _mm_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm_mul_pd(a, b); }
+};
+#endif
+
+}  // namespace detail
+
+// The max (kMax) or min of x[0..n) and `init`; NaN if any element is NaN (as torch.amax).
+template <class T, bool kMax>
+T extreme_run(const T* x, int64_t n, T init) {
+  using detail::better;
+  T total = init;
+  int64_t i = 0;
+  bool nan = false;
+#if defined(__SSE2__)
+  if constexpr (std::is_floating_point_v<T>) {
+    using S = detail::Sse<T>;
+    using V = typename S::V;
+    constexpr int kW = S::kW;
+    auto pick = [](V a, V b) { return kMax ? S::max(a, b) : S::min(a, b); };
+    V a0 = S::set1(init), a1 = a0, a2 = a0, a3 = a0;
+    V mask = S::unord(S::set1(0));
+    for (; i + 4 * kW <= n; i += 4 * kW) {
+      V v0 = S::load(x + i), v1 = S::load(x + i + kW);
+      V v2 = S::load(x + i + 2 * kW), v3 = S::load(x + i + 3 * kW);
+      a0 = pick(a0, v0);
+      a1 = pick(a1, v1);
+      a2 = pick(a2, v2);
+      a3 = pick(a3, v3);
+      mask = S::bor(mask,
+                    S::bor(S::bor(S::unord(v0), S::unord(v1)), S::bor(S::unord(v2), S::unord(v3))));
+    }
+    T lanes[kW];
+    S::store(lanes, pick(pick(a0, a1), pick(a2, a3)));
+    for (T v : lanes)
+      total = better<kMax>(total, v);
+    nan = S::any(mask);
+  }
+#endif
+  for (; i < n; ++i) {
+    total = better<kMax>(total, x[i]);
+    nan = nan || x[i] != x[i];
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (nan) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return total;
+}
+
+// sum(x[0..n)) (shift = 0) or sum((x - shift)^2) (kSquares): T lanes (four vector
+// accumulators), added up in double. Meant for blocks of about a thousand elements, whose
+// partial sums T holds accurately; callers combine blocks in double.
+template <class T, bool kSquares>
+double block_sum(const T* x, int64_t n, T shift) {
+  int64_t i = 0;
+  double total = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_floating_point_v<T>) {
+    using S = detail::Sse<T>;
+    using V = typename S::V;
+    constexpr int kW = S::kW;
+    V zero = S::set1(0), c = S::set1(shift);
+    V a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+    auto term = [&](V v) {
+      if constexpr (kSquares) {
+        V d = S::sub(v, c);
+        return S::mul(d, d);
+      } else {
+        return v;
+      }
+    };
+    for (; i + 4 * kW <= n; i += 4 * kW) {
+      a0 = S::add(a0, term(S::load(x + i)));
+      a1 = S::add(a1, term(S::load(x + i + kW)));
+      a2 = S::add(a2, term(S::load(x + i + 2 * kW)));
+      a3 = S::add(a3, term(S::load(x + i + 3 * kW)));
+    }
+    T lanes[kW];
+    S::store(lanes, S::add(S::add(a0, a1), S::add(a2, a3)));
+    for (T v : lanes)
+      total += static_cast<double>(v);
+  }
+#endif
+  for (; i < n; ++i) {
+    double v = static_cast<double>(x[i]);
+    if constexpr (kSquares) {
+      double d = v - static_cast<double>(shift);
+      total += d * d;
+    } else {
+      total += v;
+    }
+  }
+  return total;
+}
+
+// One pass over x[0..n) for the moments about `shift`: {sum(x - shift), sum((x - shift)^2)},
+// T lanes added up in double. With `shift` an element of the block, the deviations are small
+// and M2 = s2 - s1^2 / n does not cancel; blocks of about a thousand elements keep the T lanes
+// accurate.
+template <class T>
+void block_moments(const T* x, int64_t n, T shift, double& s1, double& s2) {
+  int64_t i = 0;
+  s1 = 0;
+  s2 = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_floating_point_v<T>) {
+    using S = detail::Sse<T>;
+    using V = typename S::V;
+    constexpr int kW = S::kW;
+    V zero = S::set1(0), c = S::set1(shift);
+    V a0 = zero, a1 = zero, q0 = zero, q1 = zero;
+    for (; i + 2 * kW <= n; i += 2 * kW) {
+      V d0 = S::sub(S::load(x + i), c), d1 = S::sub(S::load(x + i + kW), c);
+      a0 = S::add(a0, d0);
+      a1 = S::add(a1, d1);
+      q0 = S::add(q0, S::mul(d0, d0));
+      q1 = S::add(q1, S::mul(d1, d1));
+    }
+    T lanes[kW];
+    S::store(lanes, S::add(a0, a1));
+    for (T v : lanes)
+      s1 += static_cast<double>(v);
+    S::store(lanes, S::add(q0, q1));
+    for (T v : lanes)
+      s2 += static_cast<double>(v);
+  }
+#endif
+  for (; i < n; ++i) {
+    double d = static_cast<double>(x[i]) - static_cast<double>(shift);
+    s1 += d;
+    s2 += d * d;
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,129 @@
+// Accuracy of the float32 polynomial exp, tanh and erf (Note [Vectorized exp and tanh]) and of the
+// ops built on them, against double libm rounded to float, measured in float32 ulps over a wide
+// sweep of inputs (dense near 0, every binade out to the overflow and underflow limits).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kiln/kiln.h"
+#include "test_util.h"
+
+namespace {
+
+using kiln::Tensor;
+
+// Distance in representable floats between a and b (0 when equal, both NaN, or 0 and -0).
+int64_t ulp_distance(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
+  auto key = [](float f) {
+    auto i = static_cast<int64_t>(std::bit_cast<int32_t>(f));
+    return i < 0 ? -(i & 0x7fffffff) : i;
+  };
+  int64_t d = key(a) - key(b);
+  return d < 0 ? -d : d;
+}
+
+// Inputs: a uniform grid over [-lo, hi] plus +-2^k * (1 + j/64) for every binade down to 1e-30.
+std::vector<float> sweep(float limit) {
+  std::vector<float> v;
+  const int n = 400000;
+  for (int i = 0; i <= n; ++i)
+    v.push_back(-limit + 2 * limit * static_cast<float>(i) / n);
+  for (int k = -100; k <= 8; ++k) {
+    for (int j = 0; j < 64; ++j) {
+      float x = std::ldexp(1.0f + static_cast<float>(j) / 64, k);
+      if (x > limit) continue;
+      v.push_back(x);
+      v.push_back(-x);
+    }
+  }
+  for (float x : {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::nanf("")})
+    v.push_back(x);
+  return v;
+}
+
+struct Worst {
+  int64_t ulps = 0;
+  float at = 0;
+};
+
+// Max ulp error of op(x) against ref(double x) rounded to float, over results whose magnitude
+// is at least `min_result` (below it, an absolute bound `abs_tol` applies instead).
+Worst measure(Tensor (*op)(const Tensor&), double (*ref)(double), const std::vector<float>& xs,
+              double min_result, double abs_tol) {
+  Tensor x = kiln::from_vector(xs, {static_cast<int64_t>(xs.size())});
+  std::vector<float> y = op(x).to_vector<float>();
+  Worst w;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double r = ref(static_cast<double>(xs[i]));
+    auto expect = static_cast<float>(r);
+    if (!std::isnan(r) && std::fabs(r) < min_result) {
+      EXPECT_LE(std::fabs(y[i] - r), abs_tol) << "x = " << xs[i];
+      continue;
+    }
+    int64_t d = ulp_distance(y[i], expect);
+    if (d > w.ulps) w = {d, xs[i]};
+  }
+  return w;
+}
+
+TEST(PointwiseAccuracy, ExpFloat32) {
+  Worst w =
+      measure([](const Tensor& t) { return kiln::exp(t); }, [](double x) { return std::exp(x); },
+              sweep(110.0f), static_cast<double>(std::numeric_limits<float>::min()), 2e-45);
+  EXPECT_LE(w.ulps, 2) << "worst at x = " << w.at;
+  std::cout << "exp: max " << w.ulps << " ulp (at x = " << w.at << ")\n";
+}
+
+TEST(PointwiseAccuracy, TanhFloat32) {
+  Worst w = measure([](const Tensor& t) { return kiln::tanh(t); },
+                    [](double x) { return std::tanh(x); }, sweep(50.0f), 0, 0);
+  EXPECT_LE(w.ulps, 3) << "worst at x = " << w.at;
+  std::cout << "tanh: max " << w.ulps << " ulp (at x = " << w.at << ")\n";
+}
+
+TEST(PointwiseAccuracy, ErfFloat32) {
+  Worst w = measure([](const Tensor& t) { return kiln::erf(t); },
+                    [](double x) { return std::erf(x); }, sweep(10.0f), 0, 0);
+  EXPECT_LE(w.ulps, 4) << "worst at x = " << w.at;
+  std::cout << "erf: max " << w.ulps << " ulp (at x = " << w.at << ")\n";
+}
+
+TEST(PointwiseAccuracy, SigmoidSiluGeluFloat32) {
+  Worst s = measure([](const Tensor& t) { return kiln::sigmoid(t); },
+                    [](double x) { return 1 / (1 + std::exp(-x)); }, sweep(100.0f), 1e-30, 1e-37);
+  EXPECT_LE(s.ulps, 4) << "sigmoid worst at x = " << s.at;
+  Worst g = measure([](const Tensor& t) { return kiln::gelu(t, "tanh"); },
+                    [](double x) {
+                      double k = std::sqrt(2 / 3.14159265358979323846);
+                      return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+                    },
+                    sweep(20.0f), 1e-2, 2e-6);
+  // For negative x the formula's 1 + tanh(..) cancels (in any float32 evaluation, torch's too):
+  // results below 1e-2 get the absolute bound 0.5 |x| ulp(1), larger ones an ulp bound.
+  EXPECT_LE(g.ulps, 64) << "gelu(tanh) worst at x = " << g.at;
+  Worst e = measure([](const Tensor& t) { return kiln::gelu(t); },
+                    [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, sweep(20.0f),
+                    0.1, 2e-6);
+  EXPECT_LE(e.ulps, 64) << "gelu(erf) worst at x = " << e.at;
+  std::cout << "sigmoid: max " << s.ulps << " ulp; gelu(tanh): max " << g.ulps
+            << " ulp; gelu(none): max " << e.ulps << " ulp\n";
+}
+
+// Float64 keeps libm: exact agreement with std::exp / std::tanh.
+TEST(PointwiseAccuracy, Float64UsesLibm) {
+  std::vector<double> xs = {-700, -3.5, -1e-300, 0, 1e-8, 0.3, 2.5, 700};
+  Tensor x = kiln::from_vector(xs, {8});
+  std::vector<double> e = kiln::exp(x).to_vector<double>();
+  std::vector<double> t = kiln::tanh(x).to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(e[i], std::exp(xs[i]));
+    EXPECT_EQ(t[i], std::tanh(xs[i]));
+  }
+}
+
+}  // namespace
