@@ -11,7 +11,7 @@
 namespace kiln::bench {
 
 // Bandwidth (bytes read + bytes written per second) of a parallel memcpy of `bytes` bytes on
-// the runtime's thread pool: the best this machine does for a streaming workload. Best of
+// the runtime's thread pool: what this machine does for a streaming workload. Median of
 // several warm runs; measured once per process and cached.
 double copy_bandwidth_bytes_per_s(int64_t bytes = int64_t{64} << 20);
 

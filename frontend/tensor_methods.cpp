@@ -1,7 +1,10 @@
 // Tensor's methods: views and conversions through the dispatcher, and the op methods that
 // forward to the free functions of ops.h.
 #include "kiln/frontend/factories.h"
+#include "kiln/frontend/indexing_ops.h"
+#include "kiln/frontend/nn_ops.h"
 #include "kiln/frontend/ops.h"
+#include "kiln/frontend/reduction_ops.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
@@ -241,5 +244,166 @@ Tensor operator/(const Scalar& a, const Tensor& b) {
   DType t = is_floating(b.dtype()) ? b.dtype() : a.default_dtype();
   return div(full({}, a, TensorOptions(t).device(b.device())), b);
 }
+
+// ---- more op methods: each forwards to the free function of the same name ----
+#define KILN_UNARY_METHOD(name) \
+  Tensor Tensor::name() const { \
+    return kiln::name(*this);   \
+  }
+KILN_UNARY_METHOD(sqrt)
+KILN_UNARY_METHOD(rsqrt)
+KILN_UNARY_METHOD(abs)
+KILN_UNARY_METHOD(sign)
+KILN_UNARY_METHOD(log1p)
+KILN_UNARY_METHOD(expm1)
+KILN_UNARY_METHOD(sin)
+KILN_UNARY_METHOD(cos)
+KILN_UNARY_METHOD(erf)
+KILN_UNARY_METHOD(silu)
+KILN_UNARY_METHOD(logical_not)
+KILN_UNARY_METHOD(max)
+KILN_UNARY_METHOD(min)
+#undef KILN_UNARY_METHOD
+
+#define KILN_BINARY_METHOD(name, Other)       \
+  Tensor Tensor::name(const Other& o) const { \
+    return kiln::name(*this, o);              \
+  }
+KILN_BINARY_METHOD(pow, Tensor)
+KILN_BINARY_METHOD(pow, Scalar)
+KILN_BINARY_METHOD(maximum, Tensor)
+KILN_BINARY_METHOD(minimum, Tensor)
+KILN_BINARY_METHOD(eq, Tensor)
+KILN_BINARY_METHOD(eq, Scalar)
+KILN_BINARY_METHOD(ne, Tensor)
+KILN_BINARY_METHOD(ne, Scalar)
+KILN_BINARY_METHOD(lt, Tensor)
+KILN_BINARY_METHOD(lt, Scalar)
+KILN_BINARY_METHOD(le, Tensor)
+KILN_BINARY_METHOD(le, Scalar)
+KILN_BINARY_METHOD(gt, Tensor)
+KILN_BINARY_METHOD(gt, Scalar)
+KILN_BINARY_METHOD(ge, Tensor)
+KILN_BINARY_METHOD(ge, Scalar)
+KILN_BINARY_METHOD(logical_and, Tensor)
+KILN_BINARY_METHOD(logical_or, Tensor)
+#undef KILN_BINARY_METHOD
+
+Tensor Tensor::gelu(const std::string& approximate) const {
+  return kiln::gelu(*this, approximate);
+}
+Tensor Tensor::clamp(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) const {
+  return kiln::clamp(*this, lo, hi);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return kiln::masked_fill(*this, mask, value);
+}
+Tensor Tensor::prod(Shape dims, bool keepdim) const {
+  return kiln::prod(*this, std::move(dims), keepdim);
+}
+Tensor Tensor::amax(Shape dims, bool keepdim) const {
+  return kiln::amax(*this, std::move(dims), keepdim);
+}
+Tensor Tensor::amin(Shape dims, bool keepdim) const {
+  return kiln::amin(*this, std::move(dims), keepdim);
+}
+Tensor Tensor::logsumexp(Shape dims, bool keepdim) const {
+  return kiln::logsumexp(*this, std::move(dims), keepdim);
+}
+Tensor Tensor::var(Shape dims, double correction, bool keepdim) const {
+  return kiln::var(*this, std::move(dims), correction, keepdim);
+}
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return kiln::max(*this, dim, keepdim);
+}
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return kiln::min(*this, dim, keepdim);
+}
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return kiln::argmax(*this, dim, keepdim);
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return kiln::argmin(*this, dim, keepdim);
+}
+Tensor Tensor::softmax(int64_t dim) const {
+  return kiln::softmax(*this, dim);
+}
+Tensor Tensor::log_softmax(int64_t dim) const {
+  return kiln::log_softmax(*this, dim);
+}
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  return kiln::index_select(*this, dim, index);
+}
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  return kiln::gather(*this, dim, index);
+}
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return kiln::scatter_add(*this, dim, index, src);
+}
+
+// ---- in-place methods ----
+const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
+  return kiln::add_(*this, o, alpha);
+}
+const Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
+  return kiln::add_(*this, o, alpha);
+}
+const Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
+  return kiln::sub_(*this, o, alpha);
+}
+const Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
+  return kiln::sub_(*this, o, alpha);
+}
+const Tensor& Tensor::mul_(const Tensor& o) const {
+  return kiln::mul_(*this, o);
+}
+const Tensor& Tensor::mul_(const Scalar& o) const {
+  return kiln::mul_(*this, o);
+}
+const Tensor& Tensor::div_(const Tensor& o) const {
+  return kiln::div_(*this, o);
+}
+const Tensor& Tensor::div_(const Scalar& o) const {
+  return kiln::div_(*this, o);
+}
+const Tensor& Tensor::clamp_(const std::optional<Scalar>& lo,
+                             const std::optional<Scalar>& hi) const {
+  return kiln::clamp_(*this, lo, hi);
+}
+const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
+  return kiln::masked_fill_(*this, mask, value);
+}
+const Tensor& Tensor::relu_() const {
+  return kiln::relu_(*this);
+}
+
+// ---- comparison and compound-assignment operators ----
+#define KILN_COMPARISON_OPERATOR(op, name)               \
+  Tensor operator op(const Tensor& a, const Tensor& b) { \
+    return name(a, b);                                   \
+  }                                                      \
+  Tensor operator op(const Tensor& a, const Scalar& b) { \
+    return name(a, b);                                   \
+  }
+KILN_COMPARISON_OPERATOR(==, eq)
+KILN_COMPARISON_OPERATOR(!=, ne)
+KILN_COMPARISON_OPERATOR(<, lt)
+KILN_COMPARISON_OPERATOR(<=, le)
+KILN_COMPARISON_OPERATOR(>, gt)
+KILN_COMPARISON_OPERATOR(>=, ge)
+#undef KILN_COMPARISON_OPERATOR
+
+#define KILN_COMPOUND_OPERATOR(op, name)                        \
+  const Tensor& operator op(const Tensor& a, const Tensor& b) { \
+    return name(a, b);                                          \
+  }                                                             \
+  const Tensor& operator op(const Tensor& a, const Scalar& b) { \
+    return name(a, b);                                          \
+  }
+KILN_COMPOUND_OPERATOR(+=, add_)
+KILN_COMPOUND_OPERATOR(-=, sub_)
+KILN_COMPOUND_OPERATOR(*=, mul_)
+KILN_COMPOUND_OPERATOR(/=, div_)
+#undef KILN_COMPOUND_OPERATOR
 
 }  // namespace kiln

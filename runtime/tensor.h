@@ -5,6 +5,9 @@
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/runtime/error.h"
@@ -102,6 +105,68 @@ class Tensor {
   Tensor matmul(const Tensor& other) const;
   Tensor mm(const Tensor& other) const;
   Tensor bmm(const Tensor& other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor erf() const;
+  Tensor gelu(const std::string& approximate = "none") const;
+  Tensor silu() const;
+  Tensor clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max = {}) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
+  Tensor logical_not() const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor prod(Shape dims = {}, bool keepdim = false) const;
+  Tensor amax(Shape dims = {}, bool keepdim = false) const;
+  Tensor amin(Shape dims = {}, bool keepdim = false) const;
+  Tensor logsumexp(Shape dims = {}, bool keepdim = false) const;
+  Tensor var(Shape dims = {}, double correction = 1, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+
+  // ---- in-place ops (const, like copy_: they modify the data, not the handle) ----
+  const Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  const Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
+  const Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  const Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
+  const Tensor& mul_(const Tensor& other) const;
+  const Tensor& mul_(const Scalar& other) const;
+  const Tensor& div_(const Tensor& other) const;
+  const Tensor& div_(const Scalar& other) const;
+  const Tensor& clamp_(const std::optional<Scalar>& min,
+                       const std::optional<Scalar>& max = {}) const;
+  const Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  const Tensor& relu_() const;
 
  private:
   TensorImpl* checked() const {
@@ -126,6 +191,28 @@ Tensor operator+(const Scalar& a, const Tensor& b);
 Tensor operator-(const Scalar& a, const Tensor& b);
 Tensor operator*(const Scalar& a, const Tensor& b);
 Tensor operator/(const Scalar& a, const Tensor& b);
+// Comparisons return bool tensors, as in libtorch.
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+// Compound assignment updates the tensor's data in place (add_, sub_, mul_, div_).
+const Tensor& operator+=(const Tensor& a, const Tensor& b);
+const Tensor& operator-=(const Tensor& a, const Tensor& b);
+const Tensor& operator*=(const Tensor& a, const Tensor& b);
+const Tensor& operator/=(const Tensor& a, const Tensor& b);
+const Tensor& operator+=(const Tensor& a, const Scalar& b);
+const Tensor& operator-=(const Tensor& a, const Scalar& b);
+const Tensor& operator*=(const Tensor& a, const Scalar& b);
+const Tensor& operator/=(const Tensor& a, const Scalar& b);
 
 // Template definitions live in tensor_data.h (included by kiln.h).
 
