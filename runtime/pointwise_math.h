@@ -56,9 +56,11 @@ requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) T pow(T base, T e) {
   return result;
 }
 
-// 2^n for an integer-valued n in [-126, 127], built from the exponent bits.
+// 2^n for an integer-valued n in [-126, 127], built from the exponent bits: n + (1.5 * 2^23 +
+// 127) is exact and holds n + 127 in its low mantissa bits, which the shift moves into the
+// exponent field (the bits above them shift out). One add and one shift, no float->int convert.
 inline float exp2i(float n) {
-  return std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(n + 12583039.0f) << 23);
 }
 // x rounded to the nearest integer (ties to even) for |x| < 2^22, in plain float arithmetic:
 // adding 1.5 * 2^23 leaves no fraction bits. (SSE2 has no vector round instruction.)
@@ -69,28 +71,52 @@ inline float round_int(float x) {
 // Note [Vectorized exp and tanh]
 // libm's expf/tanhf/erff are scalar calls, so loops over them run at a few percent of the
 // memory bandwidth. For float, exp, tanh and erf are the polynomials below, written in V arithmetic
-// and the primitives select/exp2i/round_int, which the compiler vectorizes. Their accuracy (a few
-// float32 ulp) is checked against double libm over a wide sweep in
+// and the primitives select/abs/exp2i/round_int, which the compiler vectorizes. Their accuracy (a
+// few float32 ulp) is checked against double libm over a wide sweep in
 // tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
 
-// exp with float accuracy (Cephes expf): x = n ln2 + r with |r| <= ln2/2, exp(r) by a degree-7
-// polynomial, times 2^n applied in two halves so that results down to the denormals and up to
-// inf come out right. NaN propagates.
+// exp with float accuracy: x = n ln2 + r with |r| <= ln2/2 (Cephes' two-constant reduction) and
+// exp(r) = p = 1 + r + r^2 q(r), q of degree 4 fitted to minimize the relative error on
+// [-ln2/2, ln2/2] (3e-9, against a float ulp of 6e-8), so that exp(x) = p * 2^n. This part computes
+// p and n, for |x| <= 104 (n in [-150, 150]); the callers apply 2^n for the range of x they allow.
+template <class V>
+struct ExpParts {
+  V p;
+  V n;
+};
+template <class V>
+KILN_ALWAYS_INLINE ExpParts<V> exp_poly_reduce(V x) {
+  V n = round_int(x * V(1.44269504088896341));
+  V r = x - n * V(0.693359375) - n * V(-2.12194440e-4);
+  V p = V(1.3814613e-3);
+  p = p * r + V(8.3687098e-3);
+  p = p * r + V(4.1668387e-2);
+  p = p * r + V(1.6666521e-1);
+  p = p * r + V(4.9999993e-1);
+  return {p * (r * r) + r + V(1), n};
+}
+
+// exp for x in [-87, 88] (n in [-126, 127], normal results) with no range handling, for callers
+// that bound x themselves: one scaling by 2^n.
+template <class V>
+KILN_ALWAYS_INLINE V exp_poly_normal(V x) {
+  auto [p, n] = exp_poly_reduce(x);
+  return p * exp2i(n);
+}
+
+// exp for every x. The input is clamped to [-104, 89], where n lies in [-150, 128]: below -104
+// exp rounds to 0 and above 89 it overflows, and the clamped input gives the same results. 2^n is
+// applied as two exact factors, 2^(n - 64) * 2^64 for n >= 0 and 2^(n + 64) * 2^-64 for n < 0:
+// p * 2^(n -+ 64) is a normal float times a power of two (exact), and the last multiply rounds
+// once, into the denormals or to inf, as a correctly rounded scaling does. NaN fails both clamp
+// comparisons and propagates through the arithmetic.
 template <class V>
 KILN_ALWAYS_INLINE V exp_poly(V x) {
-  V xc = select(V(-104) < x, x, V(-104));  // NaN becomes -104 here and is restored at the end
-  xc = select(xc < V(89), xc, V(89));
-  V n = round_int(xc * V(1.44269504088896341));
-  V r = xc - n * V(0.693359375) - n * V(-2.12194440e-4);
-  V p = V(1.9875691500e-4);
-  p = p * r + V(1.3981999507e-3);
-  p = p * r + V(8.3334519073e-3);
-  p = p * r + V(4.1665795894e-2);
-  p = p * r + V(1.6666665459e-1);
-  p = p * r + V(5.0000001201e-1);
-  p = p * (r * r) + r + V(1);
-  V n1 = round_int(n * V(0.5));
-  return select(x != x, x, p * exp2i(n1) * exp2i(n - n1));
+  V xc = select(x < V(-104), V(-104), x);
+  xc = select(V(89) < xc, V(89), xc);
+  auto [p, n] = exp_poly_reduce(xc);
+  auto neg = n < V(0);
+  return p * exp2i(n - select(neg, V(-64), V(64))) * select(neg, V(0x1p-64), V(0x1p64));
 }
 
 KILN_ALWAYS_INLINE float exp(float x) {
@@ -105,24 +131,22 @@ double exp(T x) {
   return std::exp(static_cast<double>(x));
 }
 
-// tanh with float accuracy: the odd Taylor series up to x^21 for |x| < 0.625 (truncation below
-// 1e-8 relative), 1 - 2 / (exp(2|x|) + 1) with x's sign above (no cancellation there).
+// tanh with float accuracy: x (1 + x^2 q(x^2)) for |x| < 0.625, q of degree 4 fitted to minimize
+// the relative error there (4.4e-9), 1 - 2 / (exp(2|x|) + 1) with x's sign above (no cancellation
+// there). |x| is clamped to 10 for the exp, where that formula already rounds to 1, so exp needs no
+// range handling; NaN fails the clamp comparison and propagates.
 template <class V>
 KILN_ALWAYS_INLINE V tanh_poly(V x) {
-  V a = select(x < V(0), -x, x);
-  V e = exp(V(2) * a);
+  V a = abs(x);
+  V ac = select(V(10) < a, V(10), a);
+  V e = exp_poly_normal(V(2) * ac);
   V big = V(1) - V(2) / (e + V(1));
   V z = x * x;
-  V q = V(9.691537956929451e-05);
-  q = q * z + V(-2.3912911424355248e-04);
-  q = q * z + V(5.90027440945586e-04);
-  q = q * z + V(-1.4558343870513183e-03);
-  q = q * z + V(3.592128036572481e-03);
-  q = q * z + V(-8.863235529902197e-03);
-  q = q * z + V(2.1869488536155203e-02);
-  q = q * z + V(-5.396825396825397e-02);
-  q = q * z + V(1.3333333333333333e-01);
-  q = q * z + V(-3.333333333333333e-01);
+  V q = V(-5.70499618e-03);
+  q = q * z + V(2.06390955e-02);
+  q = q * z + V(-5.37397191e-02);
+  q = q * z + V(1.33314416e-01);
+  q = q * z + V(-3.33332807e-01);
   V small = x + x * z * q;
   return select(a < V(0.625), small, select(x < V(0), -big, big));
 }
@@ -141,10 +165,12 @@ double tanh(T x) {
 
 // erf with float accuracy: Cephes' odd polynomial for |x| < 1 (relative error 1e-9), and
 // Abramowitz & Stegun 7.1.26, 1 - t P(t) exp(-x^2) with t = 1 / (1 + p |x|), above (absolute
-// error 1.5e-7, where erf >= 0.84), with x's sign. NaN propagates.
+// error 1.5e-7, where erf >= 0.84), with x's sign. That branch clamps |x| to 5, where it already
+// rounds to 1, so its exp needs no range handling. NaN fails the clamp comparison and propagates.
 template <class V>
 KILN_ALWAYS_INLINE V erf_poly(V x) {
-  V a = select(x < V(0), -x, x);
+  V a = abs(x);
+  V ac = select(V(5) < a, V(5), a);
   V z = x * x;
   V q = V(7.853861353153693e-5);
   q = q * z + V(-8.010193625184903e-4);
@@ -154,13 +180,13 @@ KILN_ALWAYS_INLINE V erf_poly(V x) {
   q = q * z + V(-3.761262582423300e-1);
   q = q * z + V(1.128379165726710);
   V small = q * x;
-  V t = V(1) / (V(1) + V(0.3275911) * a);
+  V t = V(1) / (V(1) + V(0.3275911) * ac);
   V p = V(1.061405429);
   p = p * t + V(-1.453152027);
   p = p * t + V(1.421413741);
   p = p * t + V(-0.284496736);
   p = p * t + V(0.254829592);
-  V big = V(1) - t * p * exp(-z);
+  V big = V(1) - t * p * exp_poly_normal(-(ac * ac));
   return select(a < V(1), small, select(x < V(0), -big, big));
 }
 
