@@ -47,13 +47,15 @@ requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) T pow(T base, T e) {
     if (base == -1) return (e & 1) ? T(-1) : T(1);
     return 0;
   }
-  T result = 1;
+  // Products wrap on overflow as torch's do; unsigned arithmetic makes that well defined.
+  using U = std::make_unsigned_t<T>;
+  U result = 1, b = static_cast<U>(base);
   while (e) {
-    if (e & 1) result = static_cast<T>(result * base);
+    if (e & 1) result = static_cast<U>(result * b);
     e = static_cast<T>(e >> 1);
-    base = static_cast<T>(base * base);
+    b = static_cast<U>(b * b);
   }
-  return result;
+  return static_cast<T>(result);
 }
 
 // 2^n for an integer-valued n in [-126, 127], built from the exponent bits: n + (1.5 * 2^23 +

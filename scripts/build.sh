@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 shift || true
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+# Paths under the checkout are hashed relative to it, so a fresh clone elsewhere (as CI makes)
+# still hits the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 # Two jobs on the two-core machines this project is built on; more only where there are more.
 ninja -C "$build_dir" -j "$(nproc)"
