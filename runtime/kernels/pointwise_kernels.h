@@ -223,4 +223,21 @@ void inplace_kernel(const OpDef& op, std::span<const Tensor> outputs,
 void register_pointwise_math_ops(OpTable& table);     // pointwise_math_ops.cpp
 void register_pointwise_compare_ops(OpTable& table);  // pointwise_compare_ops.cpp
 
+// A unary op's math as a functor over any value type: KILN_MATH1(ExpMath, math::exp_(x)).
+#define KILN_MATH1(Name, expr) \
+  struct Name {                \
+    template <class V>         \
+    V operator()(V x) const {  \
+      return expr;             \
+    }                          \
+  };
+// Registers a unary pointwise table entry whose math is the functor Math.
+template <class Math, Promote P>
+void def_unary(OpTable& table, const std::string& name) {
+  OpDef& u = table.add<NoAttrs>(name, {"self"}, kPointwise | kRecomputable, "NoAttrs");
+  u.shape = rules::same_shape;
+  u.dtype = unary_dtype_rule<P>;
+  u.compute[kCpuKey] = unary_kernel<Math>;
+}
+
 }  // namespace kiln::pointwise

@@ -6,13 +6,6 @@
 namespace kiln::pointwise {
 namespace {
 
-#define KILN_MATH1(Name, expr) \
-  struct Name {                \
-    template <class V>         \
-    V operator()(V x) const {  \
-      return expr;             \
-    }                          \
-  };
 KILN_MATH1(Log1pMath, math::log1p_(x))
 KILN_MATH1(Expm1Math, math::expm1_(x))
 KILN_MATH1(SqrtMath, math::sqrt_(x))
@@ -25,15 +18,6 @@ KILN_MATH1(CosMath, math::cos_(x))
 KILN_MATH1(ErfMath, math::erf_(x))
 KILN_MATH1(GeluErfMath, math::gelu_erf(x))
 KILN_MATH1(GeluTanhMath, math::gelu_tanh(x))
-#undef KILN_MATH1
-
-template <class Math, Promote P>
-void def_unary(OpTable& table, const std::string& name) {
-  OpDef& u = table.add<NoAttrs>(name, {"self"}, kPointwise | kRecomputable, "NoAttrs");
-  u.shape = rules::same_shape;
-  u.dtype = unary_dtype_rule<P>;
-  u.compute[kCpuKey] = unary_kernel<Math>;
-}
 
 // ---- pow ----
 

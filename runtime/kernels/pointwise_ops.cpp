@@ -27,20 +27,12 @@ KILN_MATH2(MulMath, math::mul(a, b))
 KILN_MATH2(DivMath, math::div(a, b))
 #undef KILN_MATH2
 
-#define KILN_MATH1(Name, expr) \
-  struct Name {                \
-    template <class V>         \
-    V operator()(V x) const {  \
-      return expr;             \
-    }                          \
-  };
 KILN_MATH1(NegMath, math::neg(x))
 KILN_MATH1(ExpMath, math::exp_(x))
 KILN_MATH1(LogMath, math::log_(x))
 KILN_MATH1(TanhMath, math::tanh_(x))
 KILN_MATH1(SigmoidMath, math::sigmoid(x))
 KILN_MATH1(ReluMath, math::relu(x))
-#undef KILN_MATH1
 
 template <class Math, Promote P>
 void def_binary(OpTable& table, const std::string& name) {
@@ -67,14 +59,6 @@ void def_binary(OpTable& table, const std::string& name) {
   si.shape = rules::same_shape;
   si.dtype = inplace_dtype_rule<scalar_dtype_rule<P>>;
   si.compute[kCpuKey] = inplace_kernel<scalar_kernel<Math>, scalar_dtype_rule<P>>;
-}
-
-template <class Math, Promote P>
-void def_unary(OpTable& table, const std::string& name) {
-  OpDef& u = table.add<NoAttrs>(name, {"self"}, kPointwise | kRecomputable, "NoAttrs");
-  u.shape = rules::same_shape;
-  u.dtype = unary_dtype_rule<P>;
-  u.compute[static_cast<int>(DispatchKey::CPU)] = unary_kernel<Math>;
 }
 
 }  // namespace

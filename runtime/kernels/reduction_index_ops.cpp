@@ -76,8 +76,8 @@ DType values_then_indices(const OpDef&, std::span<const MetaRef> inputs, const v
 }
 
 DType argmax_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
-  KILN_CHECK(inputs[0].dtype != kBool, "{}: \"{}_cpu\" not implemented for 'Bool'", op.name,
-             op.name);
+  KILN_CHECK(inputs[0].dtype != kBool, "{}: bool tensors are not supported (got dtype {})", op.name,
+             inputs[0].dtype);
   return kInt64;
 }
 

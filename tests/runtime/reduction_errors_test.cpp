@@ -50,7 +50,7 @@ TEST(ReductionErrors, DTypesNamed) {
   EXPECT_TRUE(throws_error_containing([&] { kiln::var(i); }, {"var", "floating point", "int64"}));
   EXPECT_TRUE(throws_error_containing([&] { kiln::mean(i); }, {"mean", "int64"}));
   Tensor b = kiln::zeros({3}, kiln::TensorOptions().dtype(kiln::kBool));
-  EXPECT_TRUE(throws_error_containing([&] { kiln::argmax(b); }, {"argmax", "Bool"}));
+  EXPECT_TRUE(throws_error_containing([&] { kiln::argmax(b); }, {"argmax", "bool"}));
 }
 
 }  // namespace
