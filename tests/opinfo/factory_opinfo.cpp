@@ -19,15 +19,6 @@ std::string shape_name(const Shape& s) {
   return s.empty() ? "scalar" : fmt::format("{}", fmt::join(s, "x"));
 }
 
-Sample value_sample(std::string name, std::vector<Tensor> inputs, CallFn call, RefFn ref) {
-  Sample s;
-  s.name = std::move(name);
-  s.inputs = std::move(inputs);
-  s.call = std::move(call);
-  s.reference = std::move(ref);
-  return s;
-}
-
 RefTensor constant(const Shape& sizes, double value, DType dtype) {
   return RefTensor{
       sizes, std::vector<double>(static_cast<size_t>(ref_numel(sizes)), round_to(value, dtype)),
@@ -100,7 +91,7 @@ KILN_REGISTER_OPINFO(full_info, [] {
       for (DType dt :
            {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kBool, kiln::kBFloat16}) {
         for (double value : {2.5, -7.0}) {
-          out.push_back(value_sample(
+          out.push_back(make_sample(
               fmt::format("{}_[{}]_{}", kiln::dtype_name(dt), shape_name(shape), value), {},
               [=](const std::vector<Tensor>&) { return std::vector{kiln::full(shape, value, dt)}; },
               [=](const std::vector<RefTensor>&) {
@@ -110,7 +101,7 @@ KILN_REGISTER_OPINFO(full_info, [] {
       }
     }
     // zeros / ones and the default dtype.
-    out.push_back(value_sample(
+    out.push_back(make_sample(
         "zeros_default", {},
         [](const std::vector<Tensor>&) {
           return std::vector{kiln::zeros({2, 3})};
@@ -118,7 +109,7 @@ KILN_REGISTER_OPINFO(full_info, [] {
         [](const std::vector<RefTensor>&) {
           return std::vector{constant({2, 3}, 0, kiln::kFloat32)};
         }));
-    out.push_back(value_sample(
+    out.push_back(make_sample(
         "ones_int64", {},
         [](const std::vector<Tensor>&) { return std::vector{kiln::ones({4}, kiln::kInt64)}; },
         [](const std::vector<RefTensor>&) { return std::vector{constant({4}, 1, kiln::kInt64)}; }));
@@ -149,7 +140,7 @@ KILN_REGISTER_OPINFO(arange_info, [] {
     };
     std::vector<Sample> out;
     for (const C& c : cases) {
-      out.push_back(value_sample(
+      out.push_back(make_sample(
           fmt::format("{}_{}_{}_{}", c.start, c.end, c.step, kiln::dtype_name(c.expected)), {},
           [c](const std::vector<Tensor>&) {
             kiln::TensorOptions o;
@@ -183,7 +174,7 @@ OpInfo random_info(const char* name, bool normal) {
     for (const Shape& shape : {Shape{3, 5}, Shape{9}, Shape{}, Shape{0, 3}, Shape{2, 3, 7}}) {
       for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
         ++seed;
-        out.push_back(value_sample(
+        out.push_back(make_sample(
             fmt::format("{}_{}_[{}]", name, kiln::dtype_name(dt), shape_name(shape)), {},
             [=](const std::vector<Tensor>&) {
               kiln::manual_seed(seed);
@@ -223,7 +214,7 @@ KILN_REGISTER_OPINFO(dropout_info, [] {
         for (double p : {0.0, 0.2, 0.5, 0.9, 1.0}) {
           for (bool train : {true, false}) {
             uint64_t gen_seed = seed;
-            out.push_back(value_sample(
+            out.push_back(make_sample(
                 fmt::format("{}_{}_p{}_{}", kiln::dtype_name(dt), layout_name(layout), p,
                             train ? "train" : "eval"),
                 {make_input({6, 7}, dt, layout, -3, 3, seed++)},
@@ -241,7 +232,7 @@ KILN_REGISTER_OPINFO(dropout_info, [] {
     }
     // Size 0 and 0-dim inputs.
     for (const Shape& shape : {Shape{0, 3}, Shape{}}) {
-      out.push_back(value_sample(
+      out.push_back(make_sample(
           fmt::format("train_[{}]", shape_name(shape)),
           {make_input(shape, kiln::kFloat32, Layout::Contiguous, -3, 3, seed++)},
           [](const std::vector<Tensor>& in) {
@@ -269,7 +260,7 @@ OpInfo like_info(const char* name, std::vector<std::string> covers, LikeFn fn,
     uint32_t seed = 4100;
     for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16}) {
       for (const Shape& shape : kFactoryShapes) {
-        out.push_back(value_sample(
+        out.push_back(make_sample(
             fmt::format("{}_[{}]", kiln::dtype_name(dt), shape_name(shape)),
             {make_input(shape, dt, shape.size() >= 2 ? Layout::Transposed : Layout::Contiguous, -3,
                         3, seed++)},

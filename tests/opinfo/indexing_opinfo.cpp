@@ -77,15 +77,6 @@ RefTensor ref_scatter_add(const RefTensor& x, int64_t dim, const RefTensor& inde
   return out;
 }
 
-Sample make_sample(std::string name, std::vector<Tensor> inputs, CallFn call, RefFn ref) {
-  Sample s;
-  s.name = std::move(name);
-  s.inputs = std::move(inputs);
-  s.call = std::move(call);
-  s.reference = std::move(ref);
-  return s;
-}
-
 KILN_REGISTER_OPINFO(embedding_info, [] {
   OpInfo info{"embedding", {"embedding"}};
   info.samples = [] {

@@ -9,6 +9,15 @@ std::vector<OpInfo>& registry() {
   return infos;
 }
 
+Sample make_sample(std::string name, std::vector<kiln::Tensor> inputs, CallFn call, RefFn ref) {
+  Sample s;
+  s.name = std::move(name);
+  s.inputs = std::move(inputs);
+  s.call = std::move(call);
+  s.reference = std::move(ref);
+  return s;
+}
+
 void register_opinfo(OpInfo info) {
   registry().push_back(std::move(info));
 }

@@ -50,6 +50,9 @@ struct Sample {
   double atol = -1;
 };
 
+// A sample compared against a reference.
+Sample make_sample(std::string name, std::vector<kiln::Tensor> inputs, CallFn call, RefFn ref);
+
 struct OpInfo {
   std::string name;                 // the public function
   std::vector<std::string> covers;  // the op-table entries its samples reach

@@ -286,15 +286,6 @@ RefTensor ref_copy(const RefTensor& dst, const RefTensor& src) {
   return out;
 }
 
-Sample two_input_sample(std::string name, std::vector<Tensor> inputs, CallFn call, RefFn ref) {
-  Sample s;
-  s.name = std::move(name);
-  s.inputs = std::move(inputs);
-  s.call = std::move(call);
-  s.reference = std::move(ref);
-  return s;
-}
-
 KILN_REGISTER_OPINFO(copy_info, [] {
   OpInfo info{"copy_", {"copy_"}};
   info.samples = [] {
@@ -316,7 +307,7 @@ KILN_REGISTER_OPINFO(copy_info, [] {
     std::vector<Sample> out;
     uint32_t seed = 3000;
     for (const C& c : cases) {
-      out.push_back(two_input_sample(
+      out.push_back(make_sample(
           fmt::format("{}[{}]{}_from_{}[{}]{}", kiln::dtype_name(c.dd), shape_name(c.dst),
                       layout_name(c.ld), kiln::dtype_name(c.ds), shape_name(c.src),
                       layout_name(c.ls)),
@@ -343,7 +334,7 @@ KILN_REGISTER_OPINFO(fill_info, [] {
     for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kBool, kiln::kBFloat16}) {
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         for (double value : {2.75, -3.0, 0.0}) {
-          out.push_back(two_input_sample(
+          out.push_back(make_sample(
               fmt::format("{}_{}_{}", kiln::dtype_name(dt), layout_name(layout), value),
               {make_input({3, 4}, dt, layout, -5, 5, seed++)},
               [value](const std::vector<Tensor>& in) {
@@ -376,7 +367,7 @@ KILN_REGISTER_OPINFO(convert_info, [] {
     for (const auto& [from, to] : pairs) {
       for (const Shape& shape : pointwise_shapes()) {
         DType target = to;
-        out.push_back(two_input_sample(
+        out.push_back(make_sample(
             fmt::format("{}_to_{}_[{}]", kiln::dtype_name(from), kiln::dtype_name(to),
                         shape_name(shape)),
             {make_input(shape, from, shape.size() >= 2 ? Layout::Transposed : Layout::Contiguous,
