@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kiln/runtime/call_site.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/op_table.h"
@@ -22,30 +23,37 @@ const OpDef& op_named(const char* name) {
 
 }  // namespace
 
-Tensor empty(Shape size, TensorOptions options) {
+Tensor empty(Shape size, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   static const OpDef& op = op_named("empty");
   FullAttrs a{std::move(size), 0, options.dtype_or(), options.device_or()};
   return finish(call_op1(op, {}, a), options);
 }
 
-Tensor full(Shape size, const Scalar& value, TensorOptions options) {
+Tensor full(Shape size, const Scalar& value, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   static const OpDef& op = op_named("full");
   FullAttrs a{std::move(size), value, options.dtype_or(), options.device_or()};
   return finish(call_op1(op, {}, a), options);
 }
 
-Tensor zeros(Shape size, TensorOptions options) {
+Tensor zeros(Shape size, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return full(std::move(size), 0, options);
 }
-Tensor ones(Shape size, TensorOptions options) {
+Tensor ones(Shape size, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return full(std::move(size), 1, options);
 }
 
-Tensor arange(const Scalar& end, TensorOptions options) {
+Tensor arange(const Scalar& end, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return arange(0, end, 1, options);
 }
 
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions options) {
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions options,
+              std::source_location loc) {
+  CallSiteScope site(loc);
   static const OpDef& op = op_named("arange");
   bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
   ArangeAttrs a{start, end, step, options.dtype_or(all_int ? kInt64 : kDefaultFloat),
@@ -67,10 +75,12 @@ Tensor random_tensor(const char* name, Shape size, const TensorOptions& options,
 }
 }  // namespace
 
-Tensor rand(Shape size, TensorOptions options) {
+Tensor rand(Shape size, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return random_tensor("rand", std::move(size), options, false);
 }
-Tensor randn(Shape size, TensorOptions options) {
+Tensor randn(Shape size, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return random_tensor("randn", std::move(size), options, true);
 }
 
@@ -80,22 +90,28 @@ TensorOptions like_options(const Tensor& x, const TensorOptions& options) {
   o.device_opt = options.device_or(x.device());
   return o;
 }
-Tensor empty_like(const Tensor& x, TensorOptions options) {
+Tensor empty_like(const Tensor& x, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return empty(x.sizes(), like_options(x, options));
 }
-Tensor zeros_like(const Tensor& x, TensorOptions options) {
+Tensor zeros_like(const Tensor& x, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return full(x.sizes(), 0, like_options(x, options));
 }
-Tensor ones_like(const Tensor& x, TensorOptions options) {
+Tensor ones_like(const Tensor& x, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return full(x.sizes(), 1, like_options(x, options));
 }
-Tensor full_like(const Tensor& x, const Scalar& value, TensorOptions options) {
+Tensor full_like(const Tensor& x, const Scalar& value, TensorOptions options,
+                 std::source_location loc) {
+  CallSiteScope site(loc);
   return full(x.sizes(), value, like_options(x, options));
 }
 
 namespace detail {
 Tensor from_host(const void* data, size_t count, DType src_dtype, Shape size,
-                 const TensorOptions& options) {
+                 const TensorOptions& options, std::source_location loc) {
+  CallSiteScope site(loc);
   if (size.empty() && count != 1) size = Shape{static_cast<int64_t>(count)};
   KILN_CHECK(shape_numel(size) == static_cast<int64_t>(count),
              "from_vector: {} elements cannot fill a tensor of shape {} ({} elements)", count,

@@ -2,20 +2,24 @@
 
 #include "kiln/frontend/pointwise_ops.h"
 
+#include "kiln/runtime/call_site.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
 
-Tensor mm(const Tensor& a, const Tensor& b) {
+Tensor mm(const Tensor& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("mm"), {a, b}, NoAttrs{});
 }
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm(const Tensor& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("bmm"), {a, b}, NoAttrs{});
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
   int64_t da = a.dim(), db = b.dim();
   KILN_CHECK(da >= 1 && db >= 1,
              "matmul: both arguments need at least 1 dimension, got shapes {} and {}",
@@ -60,7 +64,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out.view(out_shape);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
+              std::source_location loc) {
+  CallSiteScope site(loc);
   KILN_CHECK(weight.dim() == 1 || weight.dim() == 2,
              "linear: weight must be 1-D or 2-D, got shape {} (input shape {})",
              shape_str(weight.sizes()), shape_str(x.sizes()));

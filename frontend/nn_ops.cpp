@@ -2,6 +2,7 @@
 
 #include "kiln/frontend/pointwise_ops.h"
 #include "kiln/frontend/reduction_ops.h"
+#include "kiln/runtime/call_site.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
@@ -9,15 +10,18 @@
 
 namespace kiln {
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+Tensor softmax(const Tensor& x, int64_t dim, std::source_location loc) {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("softmax"), {x}, SoftmaxAttrs{dim});
 }
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+Tensor log_softmax(const Tensor& x, int64_t dim, std::source_location loc) {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("log_softmax"), {x}, SoftmaxAttrs{dim});
 }
 
 Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& weight, const Tensor& bias,
-                  double eps) {
+                  double eps, std::source_location loc) {
+  CallSiteScope site(loc);
   LayerNormAttrs a{std::move(normalized_shape), eps, weight.defined(), bias.defined()};
   std::vector<Tensor> inputs{x};
   if (weight.defined()) inputs.push_back(weight);
@@ -26,13 +30,15 @@ Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& weight,
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
-                int64_t ignore_index) {
+                int64_t ignore_index, std::source_location loc) {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("nll_loss"), {input, target}, NllLossAttrs{reduction, ignore_index});
 }
 
 // cross_entropy = nll_loss(log_softmax(logits, class dim)), as in PyTorch.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
-                     int64_t ignore_index) {
+                     int64_t ignore_index, std::source_location loc) {
+  CallSiteScope site(loc);
   KILN_CHECK(target.dtype() == kInt64,
              "cross_entropy: expected target of dtype int64 (class indices), got {} (target "
              "shape {}, logits shape {}); probability targets are not supported",
@@ -43,7 +49,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::stri
   return nll_loss(log_softmax(logits, logits.dim() == 1 ? 0 : 1), target, reduction, ignore_index);
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                std::source_location loc) {
+  CallSiteScope site(loc);
   KILN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum",
              "mse_loss: reduction must be \"none\", \"mean\" or \"sum\", got \"{}\"", reduction);
   KILN_CHECK(input.sizes() == target.sizes(),

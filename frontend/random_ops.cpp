@@ -1,6 +1,7 @@
 #include "kiln/frontend/random_ops.h"
 
 #include "kiln/frontend/factories.h"
+#include "kiln/runtime/call_site.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/random_attrs.h"
 #include "kiln/runtime/op_table.h"
@@ -8,7 +9,8 @@
 
 namespace kiln {
 
-Tensor dropout(const Tensor& x, double p, bool train) {
+Tensor dropout(const Tensor& x, double p, bool train, std::source_location loc) {
+  CallSiteScope site(loc);
   KILN_CHECK(p >= 0 && p <= 1, "dropout: probability has to be between 0 and 1, but got {}", p);
   if (!train || p == 0) return x;
   if (p == 1) return zeros_like(x);
@@ -19,10 +21,12 @@ Tensor dropout(const Tensor& x, double p, bool train) {
                   DropoutAttrs{p, static_cast<int64_t>(g.seed), static_cast<int64_t>(g.offset)});
 }
 
-Tensor rand_like(const Tensor& x, TensorOptions options) {
+Tensor rand_like(const Tensor& x, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return rand(x.sizes(), like_options(x, options));
 }
-Tensor randn_like(const Tensor& x, TensorOptions options) {
+Tensor randn_like(const Tensor& x, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
   return randn(x.sizes(), like_options(x, options));
 }
 

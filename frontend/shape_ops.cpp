@@ -2,18 +2,21 @@
 
 #include <algorithm>
 
+#include "kiln/runtime/call_site.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, std::source_location loc) {
+  CallSiteScope site(loc);
   DimAttrs attrs{dim};
   return std::move(call_op(KILN_OP("cat"), tensors, &attrs)[0]);
 }
 
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, std::source_location loc) {
+  CallSiteScope site(loc);
   KILN_CHECK(!tensors.empty(), "stack: expects a non-empty list of tensors");
   const Shape& first = tensors[0].sizes();
   for (size_t i = 1; i < tensors.size(); ++i) {
@@ -30,7 +33,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return cat(expanded, d);
 }
 
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim,
+                          std::source_location loc) {
+  CallSiteScope site(loc);
   KILN_CHECK(x.dim() > 0, "split: cannot split a 0-dim tensor");
   int64_t d = wrap_dim("split", dim, x.dim());
   int64_t size = x.size(d);
@@ -48,7 +53,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   return parts;
 }
 
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, std::source_location loc) {
+  CallSiteScope site(loc);
   KILN_CHECK(chunks > 0, "chunk: number of chunks must be positive, got {}", chunks);
   KILN_CHECK(x.dim() > 0, "chunk: cannot chunk a 0-dim tensor");
   int64_t size = x.size(wrap_dim("chunk", dim, x.dim()));

@@ -6,6 +6,7 @@
 #include "kiln/frontend/ops.h"
 #include "kiln/frontend/reduction_ops.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
+#include "kiln/runtime/call_site.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/view_attrs.h"
@@ -37,12 +38,14 @@ void* Tensor::raw_data() const {
 }
 
 // ---- conversions ----
-Tensor Tensor::to(DType t) const {
+Tensor Tensor::to(DType t, std::source_location loc) const {
+  CallSiteScope site(loc);
   if (dtype() == t) return *this;
   return call_op1(KILN_OP("convert"), {*this}, DTypeAttrs{t});
 }
 
-Tensor Tensor::to(Device d) const {
+Tensor Tensor::to(Device d, std::source_location loc) const {
+  CallSiteScope site(loc);
   if (device() == d) return *this;
   if (d.is_meta()) {
     // Shape-only copy: no data moves.
@@ -52,203 +55,209 @@ Tensor Tensor::to(Device d) const {
   KILN_ERROR("to: copying a tensor from {} to {} is not supported in this build", device(), d);
 }
 
-Tensor Tensor::contiguous() const {
-  return is_contiguous() ? *this : clone();
+Tensor Tensor::contiguous(std::source_location loc) const {
+  return is_contiguous() ? *this : clone(loc);
 }
-Tensor Tensor::clone() const {
+Tensor Tensor::clone(std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("clone"), {*this}, NoAttrs{});
 }
 
 // ---- views ----
-Tensor Tensor::view(Shape sizes) const {
+Tensor Tensor::view(Shape sizes, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("view"), {*this}, SizeAttrs{std::move(sizes)});
 }
-Tensor Tensor::reshape(Shape sizes) const {
+Tensor Tensor::reshape(Shape sizes, std::source_location loc) const {
+  CallSiteScope site(loc);
   Shape inferred = infer_size("reshape", sizes, numel());
-  if (view_strides(this->sizes(), strides(), inferred)) return view(std::move(inferred));
-  return clone().view(std::move(inferred));
+  if (view_strides(this->sizes(), strides(), inferred)) return view(std::move(inferred), loc);
+  return clone(loc).view(std::move(inferred), loc);
 }
-Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("transpose"), {*this}, TransposeAttrs{dim0, dim1});
 }
-Tensor Tensor::t() const {
+Tensor Tensor::t(std::source_location loc) const {
+  CallSiteScope site(loc);
   KILN_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but it has shape {}",
              shape_str(sizes()));
-  return dim() < 2 ? *this : transpose(0, 1);
+  return dim() < 2 ? *this : transpose(0, 1, loc);
 }
-Tensor Tensor::permute(Shape dims) const {
+Tensor Tensor::permute(Shape dims, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("permute"), {*this}, DimsAttrs{std::move(dims)});
 }
-Tensor Tensor::expand(Shape sizes) const {
+Tensor Tensor::expand(Shape sizes, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("expand"), {*this}, SizeAttrs{std::move(sizes)});
 }
-Tensor Tensor::unsqueeze(int64_t dim) const {
+Tensor Tensor::unsqueeze(int64_t dim, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("unsqueeze"), {*this}, DimAttrs{dim});
 }
-Tensor Tensor::squeeze(int64_t dim) const {
+Tensor Tensor::squeeze(int64_t dim, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("squeeze"), {*this}, DimsAttrs{Shape{dim}});
 }
-Tensor Tensor::squeeze() const {
+Tensor Tensor::squeeze(std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("squeeze"), {*this}, DimsAttrs{});
 }
-Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step,
+                     std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("slice"), {*this}, SliceAttrs{dim, start, end, step});
 }
-Tensor Tensor::select(int64_t dim, int64_t index) const {
+Tensor Tensor::select(int64_t dim, int64_t index, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("select"), {*this}, SelectAttrs{dim, index});
 }
-Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length, std::source_location loc) const {
+  CallSiteScope site(loc);
   KILN_CHECK(this->dim() > 0, "narrow: cannot narrow a 0-dim tensor");
   int64_t size = sizes()[static_cast<size_t>(wrap_dim("narrow", dim, this->dim()))];
   int64_t s = start < 0 ? start + size : start;
   KILN_CHECK(s >= 0 && length >= 0 && s + length <= size,
              "narrow: start ({}) + length ({}) exceeds dimension size ({}) of shape {}", start,
              length, size, shape_str(sizes()));
-  return slice(dim, s, s + length);
+  return slice(dim, s, s + length, 1, loc);
 }
-std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
-  return kiln::chunk(*this, chunks, dim);
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim, std::source_location loc) const {
+  return kiln::chunk(*this, chunks, dim, loc);
 }
-std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
-  return kiln::split(*this, split_size, dim);
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim, std::source_location loc) const {
+  return kiln::split(*this, split_size, dim, loc);
 }
-Tensor Tensor::flatten() const {
-  return reshape({-1});
+Tensor Tensor::flatten(std::source_location loc) const {
+  return reshape({-1}, loc);
 }
 
 // ---- in-place ----
-const Tensor& Tensor::copy_(const Tensor& src) const {
+const Tensor& Tensor::copy_(const Tensor& src, std::source_location loc) const {
+  CallSiteScope site(loc);
   call_op(KILN_OP("copy_"), std::vector<Tensor>{*this, src}, nullptr);
   return *this;
 }
-const Tensor& Tensor::fill_(const Scalar& value) const {
+const Tensor& Tensor::fill_(const Scalar& value, std::source_location loc) const {
+  CallSiteScope site(loc);
   call_op1(KILN_OP("fill_"), {*this}, FillAttrs{value});
   return *this;
 }
-const Tensor& Tensor::zero_() const {
-  return fill_(0);
-}
-
-// ---- autograd ----
-bool Tensor::requires_grad() const {
-  const autograd::AutogradMeta* meta = checked()->autograd_meta();
-  return meta != nullptr && meta->requires_grad;
-}
-Tensor& Tensor::requires_grad_(bool requires_grad) {
-  KILN_CHECK(!requires_grad || is_floating(dtype()),
-             "requires_grad_: only tensors of floating point dtype can require gradients, got {}",
-             dtype());
-  checked()->ensure_autograd_meta().requires_grad = requires_grad;
-  return *this;
+const Tensor& Tensor::zero_(std::source_location loc) const {
+  return fill_(0, loc);
 }
 
 // ---- op methods ----
-Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const {
-  return kiln::add(*this, o, alpha);
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::add(*this, o, alpha, loc);
 }
-Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const {
-  return kiln::add(*this, o, alpha);
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::add(*this, o, alpha, loc);
 }
-Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const {
-  return kiln::sub(*this, o, alpha);
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::sub(*this, o, alpha, loc);
 }
-Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const {
-  return kiln::sub(*this, o, alpha);
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::sub(*this, o, alpha, loc);
 }
-Tensor Tensor::mul(const Tensor& o) const {
-  return kiln::mul(*this, o);
+Tensor Tensor::mul(const Tensor& o, std::source_location loc) const {
+  return kiln::mul(*this, o, loc);
 }
-Tensor Tensor::mul(const Scalar& o) const {
-  return kiln::mul(*this, o);
+Tensor Tensor::mul(const Scalar& o, std::source_location loc) const {
+  return kiln::mul(*this, o, loc);
 }
-Tensor Tensor::div(const Tensor& o) const {
-  return kiln::div(*this, o);
+Tensor Tensor::div(const Tensor& o, std::source_location loc) const {
+  return kiln::div(*this, o, loc);
 }
-Tensor Tensor::div(const Scalar& o) const {
-  return kiln::div(*this, o);
+Tensor Tensor::div(const Scalar& o, std::source_location loc) const {
+  return kiln::div(*this, o, loc);
 }
-Tensor Tensor::neg() const {
-  return kiln::neg(*this);
+Tensor Tensor::neg(std::source_location loc) const {
+  return kiln::neg(*this, loc);
 }
-Tensor Tensor::exp() const {
-  return kiln::exp(*this);
+Tensor Tensor::exp(std::source_location loc) const {
+  return kiln::exp(*this, loc);
 }
-Tensor Tensor::log() const {
-  return kiln::log(*this);
+Tensor Tensor::log(std::source_location loc) const {
+  return kiln::log(*this, loc);
 }
-Tensor Tensor::tanh() const {
-  return kiln::tanh(*this);
+Tensor Tensor::tanh(std::source_location loc) const {
+  return kiln::tanh(*this, loc);
 }
-Tensor Tensor::sigmoid() const {
-  return kiln::sigmoid(*this);
+Tensor Tensor::sigmoid(std::source_location loc) const {
+  return kiln::sigmoid(*this, loc);
 }
-Tensor Tensor::relu() const {
-  return kiln::relu(*this);
+Tensor Tensor::relu(std::source_location loc) const {
+  return kiln::relu(*this, loc);
 }
-Tensor Tensor::sum(Shape dims, bool keepdim) const {
-  return kiln::sum(*this, std::move(dims), keepdim);
+Tensor Tensor::sum(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::sum(*this, std::move(dims), keepdim, loc);
 }
-Tensor Tensor::mean(Shape dims, bool keepdim) const {
-  return kiln::mean(*this, std::move(dims), keepdim);
+Tensor Tensor::mean(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::mean(*this, std::move(dims), keepdim, loc);
 }
-Tensor Tensor::matmul(const Tensor& o) const {
-  return kiln::matmul(*this, o);
+Tensor Tensor::matmul(const Tensor& o, std::source_location loc) const {
+  return kiln::matmul(*this, o, loc);
 }
-Tensor Tensor::mm(const Tensor& o) const {
-  return kiln::mm(*this, o);
+Tensor Tensor::mm(const Tensor& o, std::source_location loc) const {
+  return kiln::mm(*this, o, loc);
 }
-Tensor Tensor::bmm(const Tensor& o) const {
-  return kiln::bmm(*this, o);
+Tensor Tensor::bmm(const Tensor& o, std::source_location loc) const {
+  return kiln::bmm(*this, o, loc);
 }
 
 // ---- operators ----
+// Operators cannot take a defaulted std::source_location, so they pass kUnknownCallSite: their
+// ops report an unknown call site unless an enclosing op opened a scope.
 Tensor operator+(const Tensor& a, const Tensor& b) {
-  return add(a, b);
+  return add(a, b, 1, kUnknownCallSite);
 }
 Tensor operator-(const Tensor& a, const Tensor& b) {
-  return sub(a, b);
+  return sub(a, b, 1, kUnknownCallSite);
 }
 Tensor operator*(const Tensor& a, const Tensor& b) {
-  return mul(a, b);
+  return mul(a, b, kUnknownCallSite);
 }
 Tensor operator/(const Tensor& a, const Tensor& b) {
-  return div(a, b);
+  return div(a, b, kUnknownCallSite);
 }
 Tensor operator-(const Tensor& a) {
-  return neg(a);
+  return neg(a, kUnknownCallSite);
 }
 Tensor operator+(const Tensor& a, const Scalar& b) {
-  return add(a, b);
+  return add(a, b, 1, kUnknownCallSite);
 }
 Tensor operator-(const Tensor& a, const Scalar& b) {
-  return sub(a, b);
+  return sub(a, b, 1, kUnknownCallSite);
 }
 Tensor operator*(const Tensor& a, const Scalar& b) {
-  return mul(a, b);
+  return mul(a, b, kUnknownCallSite);
 }
 Tensor operator/(const Tensor& a, const Scalar& b) {
-  return div(a, b);
+  return div(a, b, kUnknownCallSite);
 }
 Tensor operator+(const Scalar& a, const Tensor& b) {
-  return add(b, a);
+  return add(b, a, 1, kUnknownCallSite);
 }
 Tensor operator-(const Scalar& a, const Tensor& b) {
-  return add(neg(b), a);
+  return add(neg(b, kUnknownCallSite), a, 1, kUnknownCallSite);
 }
 Tensor operator*(const Scalar& a, const Tensor& b) {
-  return mul(b, a);
+  return mul(b, a, kUnknownCallSite);
 }
 Tensor operator/(const Scalar& a, const Tensor& b) {
   // A 0-dim tensor promotes like a Python number against a dimensioned tensor; giving it b's
   // dtype when b is floating keeps float64 division exact.
   DType t = is_floating(b.dtype()) ? b.dtype() : a.default_dtype();
-  return div(full({}, a, TensorOptions(t).device(b.device())), b);
+  return div(full({}, a, TensorOptions(t).device(b.device()), kUnknownCallSite), b,
+             kUnknownCallSite);
 }
 
 // ---- more op methods: each forwards to the free function of the same name ----
-#define KILN_UNARY_METHOD(name) \
-  Tensor Tensor::name() const { \
-    return kiln::name(*this);   \
+#define KILN_UNARY_METHOD(name)                         \
+  Tensor Tensor::name(std::source_location loc) const { \
+    return kiln::name(*this, loc);                      \
   }
 KILN_UNARY_METHOD(sqrt)
 KILN_UNARY_METHOD(rsqrt)
@@ -265,9 +274,9 @@ KILN_UNARY_METHOD(max)
 KILN_UNARY_METHOD(min)
 #undef KILN_UNARY_METHOD
 
-#define KILN_BINARY_METHOD(name, Other)       \
-  Tensor Tensor::name(const Other& o) const { \
-    return kiln::name(*this, o);              \
+#define KILN_BINARY_METHOD(name, Other)                                 \
+  Tensor Tensor::name(const Other& o, std::source_location loc) const { \
+    return kiln::name(*this, o, loc);                                   \
   }
 KILN_BINARY_METHOD(pow, Tensor)
 KILN_BINARY_METHOD(pow, Scalar)
@@ -289,101 +298,105 @@ KILN_BINARY_METHOD(logical_and, Tensor)
 KILN_BINARY_METHOD(logical_or, Tensor)
 #undef KILN_BINARY_METHOD
 
-Tensor Tensor::gelu(const std::string& approximate) const {
-  return kiln::gelu(*this, approximate);
+Tensor Tensor::gelu(const std::string& approximate, std::source_location loc) const {
+  return kiln::gelu(*this, approximate, loc);
 }
-Tensor Tensor::clamp(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) const {
-  return kiln::clamp(*this, lo, hi);
+Tensor Tensor::clamp(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi,
+                     std::source_location loc) const {
+  return kiln::clamp(*this, lo, hi, loc);
 }
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
-  return kiln::masked_fill(*this, mask, value);
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value,
+                           std::source_location loc) const {
+  return kiln::masked_fill(*this, mask, value, loc);
 }
-Tensor Tensor::prod(Shape dims, bool keepdim) const {
-  return kiln::prod(*this, std::move(dims), keepdim);
+Tensor Tensor::prod(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::prod(*this, std::move(dims), keepdim, loc);
 }
-Tensor Tensor::amax(Shape dims, bool keepdim) const {
-  return kiln::amax(*this, std::move(dims), keepdim);
+Tensor Tensor::amax(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::amax(*this, std::move(dims), keepdim, loc);
 }
-Tensor Tensor::amin(Shape dims, bool keepdim) const {
-  return kiln::amin(*this, std::move(dims), keepdim);
+Tensor Tensor::amin(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::amin(*this, std::move(dims), keepdim, loc);
 }
-Tensor Tensor::logsumexp(Shape dims, bool keepdim) const {
-  return kiln::logsumexp(*this, std::move(dims), keepdim);
+Tensor Tensor::logsumexp(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::logsumexp(*this, std::move(dims), keepdim, loc);
 }
-Tensor Tensor::var(Shape dims, double correction, bool keepdim) const {
-  return kiln::var(*this, std::move(dims), correction, keepdim);
+Tensor Tensor::var(Shape dims, double correction, bool keepdim, std::source_location loc) const {
+  return kiln::var(*this, std::move(dims), correction, keepdim, loc);
 }
-std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
-  return kiln::max(*this, dim, keepdim);
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim, std::source_location loc) const {
+  return kiln::max(*this, dim, keepdim, loc);
 }
-std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
-  return kiln::min(*this, dim, keepdim);
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim, std::source_location loc) const {
+  return kiln::min(*this, dim, keepdim, loc);
 }
-Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
-  return kiln::argmax(*this, dim, keepdim);
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim, std::source_location loc) const {
+  return kiln::argmax(*this, dim, keepdim, loc);
 }
-Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
-  return kiln::argmin(*this, dim, keepdim);
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim, std::source_location loc) const {
+  return kiln::argmin(*this, dim, keepdim, loc);
 }
-Tensor Tensor::softmax(int64_t dim) const {
-  return kiln::softmax(*this, dim);
+Tensor Tensor::softmax(int64_t dim, std::source_location loc) const {
+  return kiln::softmax(*this, dim, loc);
 }
-Tensor Tensor::log_softmax(int64_t dim) const {
-  return kiln::log_softmax(*this, dim);
+Tensor Tensor::log_softmax(int64_t dim, std::source_location loc) const {
+  return kiln::log_softmax(*this, dim, loc);
 }
-Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
-  return kiln::index_select(*this, dim, index);
+Tensor Tensor::index_select(int64_t dim, const Tensor& index, std::source_location loc) const {
+  return kiln::index_select(*this, dim, index, loc);
 }
-Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
-  return kiln::gather(*this, dim, index);
+Tensor Tensor::gather(int64_t dim, const Tensor& index, std::source_location loc) const {
+  return kiln::gather(*this, dim, index, loc);
 }
-Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
-  return kiln::scatter_add(*this, dim, index, src);
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src,
+                           std::source_location loc) const {
+  return kiln::scatter_add(*this, dim, index, src, loc);
 }
 
 // ---- in-place methods ----
-const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
-  return kiln::add_(*this, o, alpha);
+const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::add_(*this, o, alpha, loc);
 }
-const Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
-  return kiln::add_(*this, o, alpha);
+const Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::add_(*this, o, alpha, loc);
 }
-const Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
-  return kiln::sub_(*this, o, alpha);
+const Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::sub_(*this, o, alpha, loc);
 }
-const Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
-  return kiln::sub_(*this, o, alpha);
+const Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha, std::source_location loc) const {
+  return kiln::sub_(*this, o, alpha, loc);
 }
-const Tensor& Tensor::mul_(const Tensor& o) const {
-  return kiln::mul_(*this, o);
+const Tensor& Tensor::mul_(const Tensor& o, std::source_location loc) const {
+  return kiln::mul_(*this, o, loc);
 }
-const Tensor& Tensor::mul_(const Scalar& o) const {
-  return kiln::mul_(*this, o);
+const Tensor& Tensor::mul_(const Scalar& o, std::source_location loc) const {
+  return kiln::mul_(*this, o, loc);
 }
-const Tensor& Tensor::div_(const Tensor& o) const {
-  return kiln::div_(*this, o);
+const Tensor& Tensor::div_(const Tensor& o, std::source_location loc) const {
+  return kiln::div_(*this, o, loc);
 }
-const Tensor& Tensor::div_(const Scalar& o) const {
-  return kiln::div_(*this, o);
+const Tensor& Tensor::div_(const Scalar& o, std::source_location loc) const {
+  return kiln::div_(*this, o, loc);
 }
-const Tensor& Tensor::clamp_(const std::optional<Scalar>& lo,
-                             const std::optional<Scalar>& hi) const {
-  return kiln::clamp_(*this, lo, hi);
+const Tensor& Tensor::clamp_(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi,
+                             std::source_location loc) const {
+  return kiln::clamp_(*this, lo, hi, loc);
 }
-const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
-  return kiln::masked_fill_(*this, mask, value);
+const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value,
+                                   std::source_location loc) const {
+  return kiln::masked_fill_(*this, mask, value, loc);
 }
-const Tensor& Tensor::relu_() const {
-  return kiln::relu_(*this);
+const Tensor& Tensor::relu_(std::source_location loc) const {
+  return kiln::relu_(*this, loc);
 }
 
 // ---- comparison and compound-assignment operators ----
 #define KILN_COMPARISON_OPERATOR(op, name)               \
   Tensor operator op(const Tensor& a, const Tensor& b) { \
-    return name(a, b);                                   \
+    return name(a, b, kUnknownCallSite);                 \
   }                                                      \
   Tensor operator op(const Tensor& a, const Scalar& b) { \
-    return name(a, b);                                   \
+    return name(a, b, kUnknownCallSite);                 \
   }
 KILN_COMPARISON_OPERATOR(==, eq)
 KILN_COMPARISON_OPERATOR(!=, ne)
@@ -393,17 +406,18 @@ KILN_COMPARISON_OPERATOR(>, gt)
 KILN_COMPARISON_OPERATOR(>=, ge)
 #undef KILN_COMPARISON_OPERATOR
 
-#define KILN_COMPOUND_OPERATOR(op, name)                        \
+// The arguments after the operands: add_/sub_ take alpha before the call site.
+#define KILN_COMPOUND_OPERATOR(op, name, ...)                   \
   const Tensor& operator op(const Tensor& a, const Tensor& b) { \
-    return name(a, b);                                          \
+    return name(a, b, __VA_ARGS__);                             \
   }                                                             \
   const Tensor& operator op(const Tensor& a, const Scalar& b) { \
-    return name(a, b);                                          \
+    return name(a, b, __VA_ARGS__);                             \
   }
-KILN_COMPOUND_OPERATOR(+=, add_)
-KILN_COMPOUND_OPERATOR(-=, sub_)
-KILN_COMPOUND_OPERATOR(*=, mul_)
-KILN_COMPOUND_OPERATOR(/=, div_)
+KILN_COMPOUND_OPERATOR(+=, add_, 1, kUnknownCallSite)
+KILN_COMPOUND_OPERATOR(-=, sub_, 1, kUnknownCallSite)
+KILN_COMPOUND_OPERATOR(*=, mul_, kUnknownCallSite)
+KILN_COMPOUND_OPERATOR(/=, div_, kUnknownCallSite)
 #undef KILN_COMPOUND_OPERATOR
 
 }  // namespace kiln
