@@ -2,6 +2,10 @@
 #pragma once
 
 #include "kiln/config.h"
+#include "kiln/frontend/autograd.h"
+#include "kiln/frontend/checkpoint.h"
+#include "kiln/frontend/custom_function.h"
+#include "kiln/frontend/gradcheck.h"
 #include "kiln/frontend/factories.h"
 #include "kiln/frontend/ops.h"
 #include "kiln/runtime/allocator.h"

@@ -1,6 +1,7 @@
 #include "kiln/runtime/dispatcher.h"
 
 #include "kiln/runtime/autograd/autograd_meta.h"
+#include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/error.h"
 
 namespace kiln {
@@ -90,7 +91,7 @@ DispatchKeySet call_key_set(const OpDef& op, std::span<const Tensor> inputs, con
     }
   }
   DispatchKeySet keys(backend_key(device));
-  if (requires_grad) keys = keys.add(DispatchKey::Autograd);
+  if (requires_grad && GradMode::is_enabled()) keys = keys.add(DispatchKey::Autograd);
   return keys;
 }
 

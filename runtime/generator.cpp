@@ -31,4 +31,16 @@ GeneratorState reserve_random_blocks(uint64_t blocks) {
   return s;
 }
 
+GeneratorState get_rng_state() {
+  Generator& g = generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  return g.state;
+}
+
+void set_rng_state(GeneratorState state) {
+  Generator& g = generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  g.state = state;
+}
+
 }  // namespace kiln

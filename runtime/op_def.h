@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/runtime/attrs.h"
+#include "kiln/runtime/autograd/derivative.h"
 #include "kiln/runtime/dispatch_key.h"
 #include "kiln/runtime/tensor.h"
 
@@ -74,6 +75,13 @@ struct OpDef {
   AttrDevice attr_device = nullptr;
   std::array<ComputeKernel, kNumDispatchKeys> compute{};  // per backend key
   std::array<BoxedKernel, kNumDispatchKeys> boxed{};      // per key; overrides compute
+
+  // Autograd (runtime/autograd/derivative.h). Every op has a derivative or kNonDifferentiable;
+  // an in-place op uses its out-of-place twin's formula. The masks name the forward inputs and
+  // outputs the formula reads, which the backward Node saves.
+  autograd::DerivativeFn derivative = nullptr;
+  uint32_t save_inputs = autograd::kSaveNone;
+  uint32_t save_outputs = autograd::kSaveNone;
 
   bool has(OpFlag f) const { return (flags & f) != 0; }
   std::string attrs_str(const void* a) const { return attrs->print(a); }

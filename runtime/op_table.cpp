@@ -18,6 +18,14 @@ OpTable& OpTable::instance() {
     register_nn_ops(*t);
     register_indexing_ops(*t);
     register_random_ops(*t);
+    register_pointwise_derivatives(*t);
+    register_reduction_derivatives(*t);
+    register_nn_derivatives(*t);
+    register_linalg_derivatives(*t);
+    register_shape_derivatives(*t);
+    register_indexing_derivatives(*t);
+    register_random_derivatives(*t);
+    register_autograd_kernels(*t);
     return t;
   }();
   return *table;
@@ -36,6 +44,14 @@ const OpDef& OpTable::get(std::string_view name) const {
 
 OpDef& OpTable::mutable_op(std::string_view name) {
   return const_cast<OpDef&>(get(name));
+}
+
+void OpTable::set_derivative(std::string_view name, autograd::DerivativeFn fn, uint32_t save_inputs,
+                             uint32_t save_outputs) {
+  OpDef& op = mutable_op(name);
+  op.derivative = fn;
+  op.save_inputs = save_inputs;
+  op.save_outputs = save_outputs;
 }
 
 OpDef& OpTable::add_untyped(std::string name) {

@@ -20,6 +20,11 @@ class OpTable {
   const std::vector<OpDef*>& ops() const { return order_; }
   // For wrapper keys installed after start-up (tracer, autograd) and for tests.
   OpDef& mutable_op(std::string_view name);
+  // Gives op `name` its derivative formula and the masks of what the formula reads
+  // (runtime/autograd/derivative.h).
+  void set_derivative(std::string_view name, autograd::DerivativeFn fn,
+                      uint32_t save_inputs = autograd::kSaveNone,
+                      uint32_t save_outputs = autograd::kSaveNone);
 
   template <class Attrs>
   OpDef& add(std::string name, std::vector<std::string> inputs, uint32_t flags,
@@ -62,5 +67,17 @@ void register_factory_ops(OpTable& table);
 void register_nn_ops(OpTable& table);
 void register_indexing_ops(OpTable& table);
 void register_random_ops(OpTable& table);
+
+// Derivative formulas, one file per family (runtime/autograd/derivatives/). They run after all
+// families are registered, since in-place ops share their out-of-place twin's formula.
+void register_pointwise_derivatives(OpTable& table);
+void register_reduction_derivatives(OpTable& table);
+void register_nn_derivatives(OpTable& table);
+void register_linalg_derivatives(OpTable& table);
+void register_shape_derivatives(OpTable& table);  // views, copies, cat
+void register_indexing_derivatives(OpTable& table);
+void register_random_derivatives(OpTable& table);
+// Installs the Autograd dispatch key's kernel on every op (runtime/autograd/autograd_kernel.cpp).
+void register_autograd_kernels(OpTable& table);
 
 }  // namespace kiln

@@ -79,5 +79,8 @@ struct GeneratorState {
 void manual_seed(uint64_t seed);
 // Reserves `blocks` Philox blocks and returns the (seed, offset) to use for them.
 GeneratorState reserve_random_blocks(uint64_t blocks);
+// The generator's whole state, to replay a random computation (checkpoint's recompute).
+GeneratorState get_rng_state();
+void set_rng_state(GeneratorState state);
 
 }  // namespace kiln

@@ -1,11 +1,15 @@
 // Tensor: the user's handle, a shared pointer to a TensorImpl. Copying a Tensor shares the
 // data; view methods share the storage; ops return new tensors. Op methods are defined in
 // frontend/ (they go through the dispatcher); the accessors here read the TensorImpl directly.
+// Op, view and conversion methods take a trailing defaulted std::source_location, the user's
+// call site (runtime/call_site.h); callers never pass it.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -16,6 +20,10 @@
 #include "kiln/runtime/tensor_options.h"
 
 namespace kiln {
+
+namespace autograd {
+class Node;
+}
 
 class Tensor {
  public:
@@ -53,120 +61,185 @@ class Tensor {
   void* raw_data() const;  // untyped, for kernels and tests; throws on Meta tensors
 
   // ---- conversions ----
-  Tensor to(Device device) const;
-  Tensor to(DType dtype) const;
-  Tensor contiguous() const;
-  Tensor clone() const;
+  Tensor to(Device device, std::source_location loc = std::source_location::current()) const;
+  Tensor to(DType dtype, std::source_location loc = std::source_location::current()) const;
+  Tensor contiguous(std::source_location loc = std::source_location::current()) const;
+  Tensor clone(std::source_location loc = std::source_location::current()) const;
 
   // ---- views ----
-  Tensor view(Shape sizes) const;
-  Tensor reshape(Shape sizes) const;
-  Tensor transpose(int64_t dim0, int64_t dim1) const;
-  Tensor t() const;
-  Tensor permute(Shape dims) const;
-  Tensor expand(Shape sizes) const;
-  Tensor unsqueeze(int64_t dim) const;
-  Tensor squeeze(int64_t dim) const;
-  Tensor squeeze() const;
-  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
-  Tensor select(int64_t dim, int64_t index) const;
-  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
-  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
-  Tensor flatten() const;
+  Tensor view(Shape sizes, std::source_location loc = std::source_location::current()) const;
+  Tensor reshape(Shape sizes, std::source_location loc = std::source_location::current()) const;
+  Tensor transpose(int64_t dim0, int64_t dim1,
+                   std::source_location loc = std::source_location::current()) const;
+  Tensor t(std::source_location loc = std::source_location::current()) const;
+  Tensor permute(Shape dims, std::source_location loc = std::source_location::current()) const;
+  Tensor expand(Shape sizes, std::source_location loc = std::source_location::current()) const;
+  Tensor unsqueeze(int64_t dim, std::source_location loc = std::source_location::current()) const;
+  Tensor squeeze(int64_t dim, std::source_location loc = std::source_location::current()) const;
+  Tensor squeeze(std::source_location loc = std::source_location::current()) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1,
+               std::source_location loc = std::source_location::current()) const;
+  Tensor select(int64_t dim, int64_t index,
+                std::source_location loc = std::source_location::current()) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length,
+                std::source_location loc = std::source_location::current()) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0,
+                            std::source_location loc = std::source_location::current()) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0,
+                            std::source_location loc = std::source_location::current()) const;
+  Tensor flatten(std::source_location loc = std::source_location::current()) const;
 
   // ---- in-place (each bumps the version counter) ----
   // Like libtorch, these are const: they modify the data, not the handle.
-  const Tensor& copy_(const Tensor& src) const;
-  const Tensor& fill_(const Scalar& value) const;
-  const Tensor& zero_() const;
+  const Tensor& copy_(const Tensor& src,
+                      std::source_location loc = std::source_location::current()) const;
+  const Tensor& fill_(const Scalar& value,
+                      std::source_location loc = std::source_location::current()) const;
+  const Tensor& zero_(std::source_location loc = std::source_location::current()) const;
 
-  // ---- autograd ----
+  // ---- autograd (frontend/autograd.cpp; Note [Leaf and non-leaf] in autograd_meta.h) ----
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true);
+  Tensor grad() const;           // the accumulated gradient; undefined before the first backward
+  Tensor& mutable_grad() const;  // to reset or replace .grad (optimizers)
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  bool is_leaf() const;
+  uint32_t output_nr() const;
+  // Computes the gradient of this tensor w.r.t. the leaves and accumulates it into their .grad.
+  // `grad` may be omitted for a one-element tensor. The graph is freed unless retain_graph or
+  // create_graph is set; create_graph records the backward pass for higher-order gradients.
+  void backward(const Tensor& grad = {}, bool retain_graph = false,
+                bool create_graph = false) const;
+  void retain_grad() const;  // a non-leaf keeps its .grad too
+  bool retains_grad() const;
+  Tensor detach() const;  // same data (and version counter), no history
+  // Runs `hook` on this tensor's gradient before it is used; a defined result replaces it.
+  // Returns a handle for remove_hook.
+  unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  void remove_hook(unsigned handle) const;
+  // Runs after .grad of this leaf was updated by a backward pass.
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  uint32_t _version() const { return version(); }
 
   // ---- ops (the common ones; every op is also a free function) ----
-  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
-  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
-  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor mul(const Tensor& other) const;
-  Tensor mul(const Scalar& other) const;
-  Tensor div(const Tensor& other) const;
-  Tensor div(const Scalar& other) const;
-  Tensor neg() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor sum(Shape dims = {}, bool keepdim = false) const;
-  Tensor mean(Shape dims = {}, bool keepdim = false) const;
-  Tensor matmul(const Tensor& other) const;
-  Tensor mm(const Tensor& other) const;
-  Tensor bmm(const Tensor& other) const;
-  Tensor pow(const Tensor& exponent) const;
-  Tensor pow(const Scalar& exponent) const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor abs() const;
-  Tensor sign() const;
-  Tensor log1p() const;
-  Tensor expm1() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor erf() const;
-  Tensor gelu(const std::string& approximate = "none") const;
-  Tensor silu() const;
-  Tensor clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max = {}) const;
-  Tensor maximum(const Tensor& other) const;
-  Tensor minimum(const Tensor& other) const;
-  Tensor eq(const Tensor& other) const;
-  Tensor eq(const Scalar& other) const;
-  Tensor ne(const Tensor& other) const;
-  Tensor ne(const Scalar& other) const;
-  Tensor lt(const Tensor& other) const;
-  Tensor lt(const Scalar& other) const;
-  Tensor le(const Tensor& other) const;
-  Tensor le(const Scalar& other) const;
-  Tensor gt(const Tensor& other) const;
-  Tensor gt(const Scalar& other) const;
-  Tensor ge(const Tensor& other) const;
-  Tensor ge(const Scalar& other) const;
-  Tensor logical_and(const Tensor& other) const;
-  Tensor logical_or(const Tensor& other) const;
-  Tensor logical_not() const;
-  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
-  Tensor prod(Shape dims = {}, bool keepdim = false) const;
-  Tensor amax(Shape dims = {}, bool keepdim = false) const;
-  Tensor amin(Shape dims = {}, bool keepdim = false) const;
-  Tensor logsumexp(Shape dims = {}, bool keepdim = false) const;
-  Tensor var(Shape dims = {}, double correction = 1, bool keepdim = false) const;
-  Tensor max() const;
-  Tensor min() const;
-  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
-  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
-  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
-  Tensor index_select(int64_t dim, const Tensor& index) const;
-  Tensor gather(int64_t dim, const Tensor& index) const;
-  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor add(const Tensor& other, const Scalar& alpha = 1,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor mul(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor mul(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor div(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor div(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor neg(std::source_location loc = std::source_location::current()) const;
+  Tensor exp(std::source_location loc = std::source_location::current()) const;
+  Tensor log(std::source_location loc = std::source_location::current()) const;
+  Tensor tanh(std::source_location loc = std::source_location::current()) const;
+  Tensor sigmoid(std::source_location loc = std::source_location::current()) const;
+  Tensor relu(std::source_location loc = std::source_location::current()) const;
+  Tensor sum(Shape dims = {}, bool keepdim = false,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor mean(Shape dims = {}, bool keepdim = false,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor matmul(const Tensor& other,
+                std::source_location loc = std::source_location::current()) const;
+  Tensor mm(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor bmm(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor pow(const Tensor& exponent,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor pow(const Scalar& exponent,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor sqrt(std::source_location loc = std::source_location::current()) const;
+  Tensor rsqrt(std::source_location loc = std::source_location::current()) const;
+  Tensor abs(std::source_location loc = std::source_location::current()) const;
+  Tensor sign(std::source_location loc = std::source_location::current()) const;
+  Tensor log1p(std::source_location loc = std::source_location::current()) const;
+  Tensor expm1(std::source_location loc = std::source_location::current()) const;
+  Tensor sin(std::source_location loc = std::source_location::current()) const;
+  Tensor cos(std::source_location loc = std::source_location::current()) const;
+  Tensor erf(std::source_location loc = std::source_location::current()) const;
+  Tensor gelu(const std::string& approximate = "none",
+              std::source_location loc = std::source_location::current()) const;
+  Tensor silu(std::source_location loc = std::source_location::current()) const;
+  Tensor clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max = {},
+               std::source_location loc = std::source_location::current()) const;
+  Tensor maximum(const Tensor& other,
+                 std::source_location loc = std::source_location::current()) const;
+  Tensor minimum(const Tensor& other,
+                 std::source_location loc = std::source_location::current()) const;
+  Tensor eq(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor eq(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor ne(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor ne(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor lt(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor lt(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor le(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor le(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor gt(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor gt(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor ge(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor ge(const Scalar& other, std::source_location loc = std::source_location::current()) const;
+  Tensor logical_and(const Tensor& other,
+                     std::source_location loc = std::source_location::current()) const;
+  Tensor logical_or(const Tensor& other,
+                    std::source_location loc = std::source_location::current()) const;
+  Tensor logical_not(std::source_location loc = std::source_location::current()) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value,
+                     std::source_location loc = std::source_location::current()) const;
+  Tensor prod(Shape dims = {}, bool keepdim = false,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor amax(Shape dims = {}, bool keepdim = false,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor amin(Shape dims = {}, bool keepdim = false,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor logsumexp(Shape dims = {}, bool keepdim = false,
+                   std::source_location loc = std::source_location::current()) const;
+  Tensor var(Shape dims = {}, double correction = 1, bool keepdim = false,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor max(std::source_location loc = std::source_location::current()) const;
+  Tensor min(std::source_location loc = std::source_location::current()) const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false,
+                                 std::source_location loc = std::source_location::current()) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false,
+                                 std::source_location loc = std::source_location::current()) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                std::source_location loc = std::source_location::current()) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                std::source_location loc = std::source_location::current()) const;
+  Tensor softmax(int64_t dim, std::source_location loc = std::source_location::current()) const;
+  Tensor log_softmax(int64_t dim, std::source_location loc = std::source_location::current()) const;
+  Tensor index_select(int64_t dim, const Tensor& index,
+                      std::source_location loc = std::source_location::current()) const;
+  Tensor gather(int64_t dim, const Tensor& index,
+                std::source_location loc = std::source_location::current()) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src,
+                     std::source_location loc = std::source_location::current()) const;
 
   // ---- in-place ops (const, like copy_: they modify the data, not the handle) ----
-  const Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
-  const Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
-  const Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
-  const Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
-  const Tensor& mul_(const Tensor& other) const;
-  const Tensor& mul_(const Scalar& other) const;
-  const Tensor& div_(const Tensor& other) const;
-  const Tensor& div_(const Scalar& other) const;
-  const Tensor& clamp_(const std::optional<Scalar>& min,
-                       const std::optional<Scalar>& max = {}) const;
-  const Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
-  const Tensor& relu_() const;
+  const Tensor& add_(const Tensor& other, const Scalar& alpha = 1,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& add_(const Scalar& other, const Scalar& alpha = 1,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& sub_(const Tensor& other, const Scalar& alpha = 1,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& sub_(const Scalar& other, const Scalar& alpha = 1,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& mul_(const Tensor& other,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& mul_(const Scalar& other,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& div_(const Tensor& other,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& div_(const Scalar& other,
+                     std::source_location loc = std::source_location::current()) const;
+  const Tensor& clamp_(const std::optional<Scalar>& min, const std::optional<Scalar>& max = {},
+                       std::source_location loc = std::source_location::current()) const;
+  const Tensor& masked_fill_(const Tensor& mask, const Scalar& value,
+                             std::source_location loc = std::source_location::current()) const;
+  const Tensor& relu_(std::source_location loc = std::source_location::current()) const;
 
  private:
   TensorImpl* checked() const {

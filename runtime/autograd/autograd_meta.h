@@ -1,12 +1,64 @@
-// Per-tensor autograd state, hung off TensorImpl. The autograd engine issue grows this into the
-// full set of the seeds (grad, grad_fn, output_nr, hooks); for now it carries the flag that
-// TensorOptions::requires_grad sets and the dispatcher's Autograd key reads.
+// Per-tensor autograd state, hung off TensorImpl and created lazily (most tensors never need it).
+//
+// Note [Leaf and non-leaf]
+// A tensor with a grad_fn is a non-leaf: its gradient flows to grad_fn's input output_nr. A
+// tensor that requires grad without a grad_fn is a leaf: its gradient goes to its
+// AccumulateGrad Node, which the meta holds weakly (the graph owns it) and recreates on demand,
+// and ends up in .grad. requires_grad() is true for a non-leaf by construction.
 #pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "kiln/runtime/autograd/edge.h"
+#include "kiln/runtime/autograd/function_hook.h"
+#include "kiln/runtime/tensor.h"
+
+namespace kiln {
+struct OpDef;
+}
 
 namespace kiln::autograd {
 
+class Node;
+
 struct AutogradMeta {
-  bool requires_grad = false;
+  bool requires_grad = false;  // the leaf flag; non-leaves answer through grad_fn
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;
+  std::weak_ptr<Node> grad_accumulator;
+  uint32_t output_nr = 0;
+  bool retains_grad = false;
+  std::shared_ptr<TensorHookList> hooks;  // Tensor::register_hook
+  std::unique_ptr<PostAccumulateGradHook> post_acc_grad_hook;
+
+  // Note [Views in autograd]
+  // A view created while autograd records keeps its source tensor and the view op, and the
+  // storage version at which grad_fn was last set. When the storage was modified in place since
+  // (through the base or another view), grad_fn is rebuilt by replaying the view op on the
+  // source, so the view's gradient follows the source's current history.
+  Tensor view_source;
+  const OpDef* view_op = nullptr;
+  std::shared_ptr<void> view_attrs;  // owned copy, freed through view_op->attrs
+  uint32_t view_version = 0;
+  bool is_view() const { return view_op != nullptr; }
 };
+
+// ---- the helpers every autograd layer uses (autograd_meta.cpp) ----
+
+bool requires_grad(const Tensor& t);
+// The grad_fn, rebuilt first for a view whose storage changed (Note [Views in autograd]).
+std::shared_ptr<Node> grad_fn(const Tensor& t);
+// Where this tensor's gradient goes: (grad_fn, output_nr), the leaf's AccumulateGrad, or an
+// invalid edge when it does not require grad.
+Edge gradient_edge(const Tensor& t);
+// The leaf's AccumulateGrad Node, created when absent.
+std::shared_ptr<Node> grad_accumulator(const Tensor& t);
+// Makes `t` output `output_nr` of `fn` (adds the input metadata to fn).
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
+// An in-place op's result: `t` becomes output 0 of `fn` (whose metadata is already added).
+void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn);
+// Tensor::retain_grad: the grad_fn stores this output's gradient in the tensor's .grad.
+void install_retains_grad_hook(const Tensor& t);
 
 }  // namespace kiln::autograd

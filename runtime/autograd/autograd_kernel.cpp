@@ -1,0 +1,133 @@
+// The Autograd dispatch key's kernel, shared by every op of the table: it runs the op below
+// the Autograd key, then records an OpBackward Node whose next edges are the inputs' gradient
+// edges, saves what the op's derivative reads, and gives the outputs their history.
+#include "kiln/runtime/autograd/anomaly_mode.h"
+#include "kiln/runtime/autograd/autograd_meta.h"
+#include "kiln/runtime/autograd/grad_mode.h"
+#include "kiln/runtime/autograd/op_backward.h"
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/op_table.h"
+
+namespace kiln {
+namespace autograd {
+namespace {
+
+bool saves(uint32_t mask, size_t i) {
+  return mask == kSaveAll || (i < 32 && ((mask >> i) & 1u) != 0);
+}
+
+std::vector<Tensor> redispatch(const OpDef& op, std::span<const Tensor> inputs, const void* attrs) {
+  ExcludeDispatchKeysGuard below(DispatchKey::Autograd);
+  return call_op(op, inputs, attrs);
+}
+
+std::shared_ptr<OpBackward> make_node(const OpDef& op, std::span<const Tensor> inputs,
+                                      const void* attrs) {
+  auto node = std::make_shared<OpBackward>(op, attrs, collect_next_edges(inputs));
+  std::vector<InputMetadata> metas;
+  metas.reserve(inputs.size());
+  for (const Tensor& t : inputs)
+    metas.push_back(t.defined() ? InputMetadata(t) : InputMetadata());
+  node->set_forward_input_meta(std::move(metas));
+  if (AnomalyMode::is_enabled()) node->metadata()->forward_op = op.name;
+  return node;
+}
+
+void check_in_place(const OpDef& op, const Tensor& self) {
+  const AutogradMeta* meta = self.impl()->autograd_meta();
+  bool has_history = meta != nullptr && meta->grad_fn != nullptr;
+  KILN_CHECK(!(meta != nullptr && meta->requires_grad && !has_history),
+             "{}: a leaf tensor that requires grad ({} {}) is being used in an in-place "
+             "operation; modify it inside NoGradGuard, or work on a clone()",
+             op.name, self.dtype(), shape_str(self.sizes()));
+  KILN_CHECK(meta == nullptr || !meta->is_view(),
+             "{}: in-place operation on a view ({} {}) of a tensor that autograd records is not "
+             "supported; clone() the view or use the out-of-place op",
+             op.name, self.dtype(), shape_str(self.sizes()));
+  // A tensor without history that shares its storage (a view, or the base of views) would take
+  // the in-place op's history alone, and its aliases would silently miss the gradient.
+  KILN_CHECK(has_history || self.impl()->storage().use_count() == 1,
+             "{}: in-place operation that autograd must record on a tensor ({} {}) that shares "
+             "its storage with other tensors (a view or the base of views); clone() it first",
+             op.name, self.dtype(), shape_str(self.sizes()));
+}
+
+std::vector<Tensor> in_place_kernel(const OpDef& op, std::span<const Tensor> inputs,
+                                    const void* attrs) {
+  const Tensor& self = inputs[0];
+  check_in_place(op, self);
+  // self's value before the op, when the formula reads it. The clone is recorded, so that a
+  // create_graph backward can differentiate through the saved value too.
+  Tensor self_before;
+  if (saves(op.save_inputs, 0)) self_before = self.clone();
+  std::shared_ptr<OpBackward> node = make_node(op, inputs, attrs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!saves(op.save_inputs, i)) continue;
+    // An operand that aliases self (x.mul_(x)) is saved as self's value before the op.
+    bool aliases_self =
+        i > 0 && inputs[i].defined() && inputs[i].impl()->storage() == self.impl()->storage();
+    if (i == 0 || aliases_self) {
+      if (!self_before.defined() || (aliases_self && !inputs[i].is_same(self))) {
+        node->save_input(i, inputs[i].clone());
+      } else {
+        node->save_input(i, self_before);
+      }
+    } else {
+      node->save_input(i, inputs[i]);
+    }
+  }
+  std::vector<Tensor> outputs = redispatch(op, inputs, attrs);
+  node->add_input_metadata(self);
+  rebase_history(self, node);
+  if (saves(op.save_outputs, 0)) node->save_output(0, self);
+  return outputs;
+}
+
+std::vector<Tensor> autograd_kernel(const OpDef& op, std::span<const Tensor> inputs,
+                                    const void* attrs) {
+  bool any_requires_grad = false;
+  if (GradMode::is_enabled() && !op.has(kNonDifferentiable)) {
+    for (const Tensor& t : inputs)
+      any_requires_grad = any_requires_grad || (t.defined() && requires_grad(t));
+  }
+  if (!any_requires_grad) return redispatch(op, inputs, attrs);
+  KILN_CHECK(op.derivative != nullptr,
+             "{}: the op has no derivative formula, but an input requires grad", op.name);
+  if (op.has(kInPlace)) return in_place_kernel(op, inputs, attrs);
+
+  std::shared_ptr<OpBackward> node = make_node(op, inputs, attrs);
+  std::vector<Tensor> outputs = redispatch(op, inputs, attrs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (saves(op.save_inputs, i)) node->save_input(i, inputs[i]);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (is_floating(outputs[i].dtype())) {
+      set_history(outputs[i], node, static_cast<uint32_t>(i));
+    } else {
+      node->add_undefined_input();
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (saves(op.save_outputs, i)) node->save_output(i, outputs[i]);
+  }
+  if (op.has(kView) && !outputs.empty() && is_floating(outputs[0].dtype())) {
+    // Note [Views in autograd]
+    AutogradMeta& meta = outputs[0].impl()->ensure_autograd_meta();
+    meta.view_source = inputs[0];
+    meta.view_op = &op;
+    meta.view_attrs =
+        std::shared_ptr<void>(op.attrs->clone(attrs), [&op](void* p) { op.attrs->destroy(p); });
+    meta.view_version = outputs[0].version();
+  }
+  return outputs;
+}
+
+}  // namespace
+}  // namespace autograd
+
+void register_autograd_kernels(OpTable& table) {
+  for (OpDef* op : table.ops())
+    op->boxed[static_cast<int>(DispatchKey::Autograd)] = autograd::autograd_kernel;
+}
+
+}  // namespace kiln

@@ -1,0 +1,22 @@
+// InputMetadata: what a Node expects of the gradient arriving at one of its inputs (the
+// shape, dtype and device of the forward tensor it differentiates). The engine validates each
+// incoming gradient against it: a broadcast gradient is summed down to the shape, a different
+// floating dtype is cast, and anything else is an error naming the Node.
+#pragma once
+
+#include "kiln/runtime/tensor.h"
+
+namespace kiln::autograd {
+
+struct InputMetadata {
+  InputMetadata() = default;  // an input that never receives a gradient
+  explicit InputMetadata(const Tensor& t)
+      : sizes(t.sizes()), dtype(t.dtype()), device(t.device()), defined(true) {}
+
+  Shape sizes;
+  DType dtype = kFloat32;
+  Device device;
+  bool defined = false;
+};
+
+}  // namespace kiln::autograd
