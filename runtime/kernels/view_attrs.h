@@ -69,6 +69,40 @@ struct SelectAttrs {
   }
 };
 
+// slice_backward / select_backward: the gradient of slice / select, a tensor of the sliced
+// input's sizes that is zero outside the slice and holds `grad` inside it. They are table ops
+// rather than "zeros, then copy_ into a view" because autograd cannot record an in-place write
+// into a view of a temporary, so a twice-differentiable backward needs an out-of-place op.
+struct SliceBackwardAttrs {
+  Shape input_sizes;
+  int64_t dim = 0;
+  int64_t start = 0;
+  int64_t end = INT64_MAX;
+  int64_t step = 1;
+  bool operator==(const SliceBackwardAttrs&) const = default;
+  template <class S, class V>
+  static void visit(S& s, V&& v) {
+    v("input_sizes", s.input_sizes);
+    v("dim", s.dim);
+    v("start", s.start);
+    v("end", s.end);
+    v("step", s.step);
+  }
+};
+
+struct SelectBackwardAttrs {
+  Shape input_sizes;
+  int64_t dim = 0;
+  int64_t index = 0;
+  bool operator==(const SelectBackwardAttrs&) const = default;
+  template <class S, class V>
+  static void visit(S& s, V&& v) {
+    v("input_sizes", s.input_sizes);
+    v("dim", s.dim);
+    v("index", s.index);
+  }
+};
+
 // Resolves one -1 entry of a requested view/reshape size against numel, or throws.
 Shape infer_size(std::string_view op, ShapeRef requested, int64_t numel);
 

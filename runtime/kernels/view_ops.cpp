@@ -1,8 +1,10 @@
 // View ops: outputs share input 0's storage; each shape rule computes the view's sizes,
-// strides and storage offset, so the same rule serves CPU, CUDA and Meta tensors alike.
+// strides and storage offset, so the same rule serves CPU, CUDA and Meta tensors alike. Also
+// slice_backward and select_backward, the out-of-place gradients of slice and select.
 #include <algorithm>
 
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
@@ -218,6 +220,78 @@ std::vector<OutputGeometry> select_shape(const OpDef& op, std::span<const MetaRe
   return {std::move(g)};
 }
 
+// ---- slice_backward / select_backward ----
+// Their shape rules run the forward view's rule on a contiguous tensor of input_sizes, which
+// both checks the attributes and gives the geometry of the region the gradient fills.
+
+// A contiguous layout of `sizes` for the forward rule to view.
+struct ContiguousMeta {
+  Shape sizes, strides;
+  explicit ContiguousMeta(const Shape& s) : sizes(s), strides(contiguous_strides(s)) {}
+  MetaRef ref(const MetaRef& like) const { return {sizes, strides, 0, like.dtype, like.device}; }
+};
+
+template <class Attrs>
+OutputGeometry backward_region(const OpDef& op, const MetaRef& grad, const Shape& input_sizes,
+                               const Attrs& forward, ShapeRule forward_rule) {
+  ContiguousMeta full(input_sizes);
+  const MetaRef in = full.ref(grad);
+  OutputGeometry g = std::move(forward_rule(op, std::span<const MetaRef>(&in, 1), &forward)[0]);
+  KILN_CHECK(std::equal(g.sizes.begin(), g.sizes.end(), grad.sizes.begin(), grad.sizes.end()),
+             "{}: grad of shape {} does not match the shape {} that the forward op gives for an "
+             "input of shape {}",
+             op.name, shape_str(grad.sizes), shape_str(g.sizes), shape_str(input_sizes));
+  return g;
+}
+
+SliceAttrs forward_slice(const SliceBackwardAttrs& a) {
+  return {a.dim, a.start, a.end, a.step};
+}
+SelectAttrs forward_select(const SelectBackwardAttrs& a) {
+  return {a.dim, a.index};
+}
+
+std::vector<OutputGeometry> slice_backward_shape(const OpDef& op, std::span<const MetaRef> in,
+                                                 const void* attrs) {
+  const auto& a = attrs_as<SliceBackwardAttrs>(attrs);
+  backward_region(op, in[0], a.input_sizes, forward_slice(a), slice_shape);
+  return {OutputGeometry{a.input_sizes}};
+}
+
+std::vector<OutputGeometry> select_backward_shape(const OpDef& op, std::span<const MetaRef> in,
+                                                  const void* attrs) {
+  const auto& a = attrs_as<SelectBackwardAttrs>(attrs);
+  backward_region(op, in[0], a.input_sizes, forward_select(a), select_shape);
+  return {OutputGeometry{a.input_sizes}};
+}
+
+// Zero-fills the (fresh, contiguous) output, then copies grad into the region. The region is
+// a view built here from the rule's geometry, not through the dispatcher: these are the
+// kernel's own writes to its own output.
+void fill_region(const Tensor& out, const Tensor& grad, const OutputGeometry& g) {
+  fill_into(out, 0);
+  const TensorImpl* o = out.impl();
+  Tensor region(std::make_shared<TensorImpl>(o->storage(), o->dtype(), g.sizes, g.strides,
+                                             o->storage_offset() + g.storage_offset));
+  copy_into(region, grad);
+}
+
+void slice_backward_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                           std::span<const Tensor> inputs, const void* attrs) {
+  const auto& a = attrs_as<SliceBackwardAttrs>(attrs);
+  fill_region(
+      outputs[0], inputs[0],
+      backward_region(op, MetaRef::of(inputs[0]), a.input_sizes, forward_slice(a), slice_shape));
+}
+
+void select_backward_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                            std::span<const Tensor> inputs, const void* attrs) {
+  const auto& a = attrs_as<SelectBackwardAttrs>(attrs);
+  fill_region(
+      outputs[0], inputs[0],
+      backward_region(op, MetaRef::of(inputs[0]), a.input_sizes, forward_select(a), select_shape));
+}
+
 template <class Attrs>
 void def_view(OpTable& table, const char* name, const char* attrs_type, ShapeRule shape) {
   OpDef& op = table.add<Attrs>(name, {"self"}, kView | kRecomputable, attrs_type);
@@ -236,6 +310,21 @@ void register_view_ops(OpTable& table) {
   def_view<DimAttrs>(table, "unsqueeze", "DimAttrs", unsqueeze_shape);
   def_view<SliceAttrs>(table, "slice", "SliceAttrs", slice_shape);
   def_view<SelectAttrs>(table, "select", "SelectAttrs", select_shape);
+
+  // The gradients of slice and select (see SliceBackwardAttrs); their derivatives are in
+  // runtime/autograd/derivatives/shape_derivatives.cpp.
+  constexpr int cpu = static_cast<int>(DispatchKey::CPU);
+  OpDef& slice_bw = table.add<SliceBackwardAttrs>("slice_backward", {"grad"}, kRecomputable,
+                                                  "SliceBackwardAttrs");
+  slice_bw.shape = slice_backward_shape;
+  slice_bw.dtype = rules::same_dtype;
+  slice_bw.compute[cpu] = slice_backward_kernel;
+
+  OpDef& select_bw = table.add<SelectBackwardAttrs>("select_backward", {"grad"}, kRecomputable,
+                                                    "SelectBackwardAttrs");
+  select_bw.shape = select_backward_shape;
+  select_bw.dtype = rules::same_dtype;
+  select_bw.compute[cpu] = select_backward_kernel;
 }
 
 }  // namespace kiln

@@ -15,10 +15,6 @@ using kiln::DType;
 using kiln::Shape;
 using kiln::Tensor;
 
-std::string shape_name(const Shape& s) {
-  return s.empty() ? "scalar" : fmt::format("{}", fmt::join(s, "x"));
-}
-
 RefTensor constant(const Shape& sizes, double value, DType dtype) {
   return RefTensor{
       sizes, std::vector<double>(static_cast<size_t>(ref_numel(sizes)), round_to(value, dtype)),

@@ -12,10 +12,6 @@ using kiln::DType;
 using kiln::Shape;
 using kiln::Tensor;
 
-std::string shape_name(const Shape& s) {
-  return s.empty() ? "scalar" : fmt::format("{}", fmt::join(s, "x"));
-}
-
 int64_t row_major(const Index& idx, const Shape& sizes) {
   int64_t pos = 0;
   for (size_t d = 0; d < sizes.size(); ++d)

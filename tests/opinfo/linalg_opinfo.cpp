@@ -63,10 +63,6 @@ RefTensor ref_linear(const RefTensor& x, const RefTensor& w, const RefTensor* bi
   return out;
 }
 
-std::string shape_name(const Shape& s) {
-  return s.empty() ? "scalar" : fmt::format("{}", fmt::join(s, "x"));
-}
-
 using BinaryOp = std::function<Tensor(const Tensor&, const Tensor&)>;
 
 struct Case {

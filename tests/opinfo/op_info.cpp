@@ -18,6 +18,10 @@ Sample make_sample(std::string name, std::vector<kiln::Tensor> inputs, CallFn ca
   return s;
 }
 
+std::string shape_name(const kiln::Shape& s) {
+  return s.empty() ? "scalar" : fmt::format("{}", fmt::join(s, "x"));
+}
+
 void register_opinfo(OpInfo info) {
   registry().push_back(std::move(info));
 }

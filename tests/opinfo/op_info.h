@@ -65,6 +65,9 @@ const std::vector<OpInfo>& all_opinfos();
 #define KILN_REGISTER_OPINFO(ident, ...) \
   static const bool ident##_registered = (::kiln_test::register_opinfo(__VA_ARGS__), true)
 
+// "2x3" (or "scalar" for a 0-dim shape), for sample names.
+std::string shape_name(const kiln::Shape& s);
+
 // Tolerances for comparing an output of dtype t with a double reference.
 std::pair<double, double> default_tolerance(kiln::DType t);
 

@@ -15,10 +15,6 @@ using kiln::Tensor;
 using TensorFn = std::function<Tensor(const Tensor&)>;
 using IndexMap = std::function<Index(const Index&)>;
 
-std::string shape_name(const Shape& s) {
-  return s.empty() ? "scalar" : fmt::format("{}", fmt::join(s, "x"));
-}
-
 // out[idx] = x[map(idx)] over out_sizes.
 RefTensor ref_remap(const RefTensor& x, const Shape& out_sizes, const IndexMap& map) {
   RefTensor out{out_sizes, {}, x.dtype};
