@@ -24,15 +24,10 @@ variable_list GraphRoot::apply(variable_list&&) {
 AccumulateGrad::AccumulateGrad(Tensor variable)
     : Node(UINT64_MAX, edge_list()), variable_(std::move(variable)) {
   add_input_metadata(variable_);
-}
-
-std::vector<std::unique_ptr<FunctionPreHook>>& AccumulateGrad::tensor_pre_hooks() {
-  leaf_hooks_.clear();
-  AutogradMeta* meta = variable_.impl()->autograd_meta();
-  if (meta != nullptr && meta->hooks) {
-    leaf_hooks_.push_back(std::make_unique<TensorHooksPreHook>(meta->hooks, 0));
-  }
-  return leaf_hooks_;
+  // The leaf's hook list lives on the tensor (so hooks outlive this Node); this Node runs it.
+  AutogradMeta& meta = variable_.impl()->ensure_autograd_meta();
+  if (!meta.hooks) meta.hooks = std::make_shared<TensorHookList>();
+  tensor_pre_hooks_.push_back(std::make_unique<TensorHooksPreHook>(meta.hooks, 0));
 }
 
 std::unique_ptr<PostAccumulateGradHook>& AccumulateGrad::tensor_post_acc_grad_hooks() {
@@ -42,6 +37,8 @@ std::unique_ptr<PostAccumulateGradHook>& AccumulateGrad::tensor_post_acc_grad_ho
 variable_list AccumulateGrad::apply(variable_list&& grads) {
   Tensor& new_grad = grads.at(0);
   if (!new_grad.defined()) return {};
+  // Concurrent backward passes on different threads may end in the same leaf.
+  std::lock_guard<std::mutex> lock(mutex());
   AutogradMeta& meta = variable_.impl()->ensure_autograd_meta();
   Tensor& grad = meta.grad;
   if (!grad.defined()) {

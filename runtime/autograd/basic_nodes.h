@@ -25,7 +25,6 @@ class AccumulateGrad : public Node {
   std::string name() const override { return "AccumulateGrad"; }
   // The leaf's own hooks (Tensor::register_hook) live on the tensor, not on this Node, so that
   // they survive the Node being freed and recreated with the next graph.
-  std::vector<std::unique_ptr<FunctionPreHook>>& tensor_pre_hooks() override;
   std::unique_ptr<PostAccumulateGradHook>& tensor_post_acc_grad_hooks() override;
   const Tensor& variable() const { return variable_; }
 
@@ -34,7 +33,6 @@ class AccumulateGrad : public Node {
 
  private:
   Tensor variable_;
-  std::vector<std::unique_ptr<FunctionPreHook>> leaf_hooks_;  // rebuilt from the tensor's list
 };
 
 // A Node whose apply throws: the grad_fn of an output that cannot be differentiated.
