@@ -5,17 +5,6 @@
 #include "kiln/runtime/error.h"
 
 namespace kiln::autograd {
-namespace {
-
-// A new TensorImpl over the same storage and geometry, with no autograd meta.
-Tensor alias_without_history(const Tensor& t) {
-  const TensorImpl* i = t.impl();
-  return Tensor(std::make_shared<TensorImpl>(i->storage(), i->dtype(), i->sizes(), i->strides(),
-                                             i->storage_offset()));
-}
-
-}  // namespace
-
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   was_defined_ = true;
@@ -26,7 +15,7 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   is_leaf_ = meta == nullptr || meta->grad_fn == nullptr;
   output_nr_ = meta != nullptr ? meta->output_nr : 0;
   if (is_output && !is_leaf_) {
-    data_ = alias_without_history(t);  // Note [Saved outputs and cycles]
+    data_ = t.detach();  // Note [Saved outputs and cycles]
   } else {
     data_ = t;
   }
@@ -48,7 +37,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
              data_.dtype(), shape_str(data_.sizes()), node_name, current, saved_version_);
   if (!is_output_ || is_leaf_) return data_;
   // A saved output gets its history back from the Node that saved it.
-  Tensor t = alias_without_history(data_);
+  Tensor t = data_.detach();
   if (saved_for && requires_grad_) {
     AutogradMeta& meta = t.impl()->ensure_autograd_meta();
     meta.grad_fn = saved_for;
