@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <variant>
+#include <vector>
 
 #include "kiln/runtime/device.h"
 #include "kiln/runtime/dtype.h"
@@ -32,12 +34,27 @@ struct NoAttrs {
   static void visit(S&, V&&) {}
 };
 
+// A pointer to one attribute field, for code that handles every attribute struct alike (the IR
+// printer and parser). These are all the field types attribute structs may use; a struct with
+// any other field type does not compile (make_attr_vtable's field list).
+using AttrFieldRef =
+    std::variant<bool*, int64_t*, double*, std::string*, Scalar*, std::optional<Scalar>*,
+                 std::optional<int64_t>*, Shape*, DType*, Device*>;
+struct AttrField {
+  const char* name;
+  AttrFieldRef ref;
+};
+
 struct AttrVTable {
   void* (*clone)(const void*);
   void (*destroy)(void*);
   bool (*equal)(const void*, const void*);
   size_t (*hash)(const void*);
   std::string (*print)(const void*);
+  void* (*make_default)();  // a value-initialized struct, for the parser to fill in
+  // The fields in declaration order. The pointers alias `attrs`; a caller holding a const
+  // object only reads through them.
+  std::vector<AttrField> (*fields)(void* attrs);
 };
 
 namespace detail {
@@ -104,6 +121,14 @@ const AttrVTable* make_attr_vtable() {
           s += format_field(f);
         });
         return s;
+      },
+      []() -> void* { return new A(); },
+      [](void* p) {
+        std::vector<AttrField> out;
+        A::visit(*static_cast<A*>(p), [&](const char* name, auto& f) {
+          out.push_back(AttrField{name, AttrFieldRef(&f)});
+        });
+        return out;
       },
   };
   return &vt;

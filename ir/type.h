@@ -1,0 +1,47 @@
+// TensorType: what the IR knows about a Value. Every Value of the graph IR is a tensor; scalars
+// travel as typed attributes.
+#pragma once
+
+#include <string>
+
+#include "kiln/runtime/device.h"
+#include "kiln/runtime/dtype.h"
+#include "kiln/runtime/shape.h"
+
+namespace kiln {
+class Tensor;
+}
+
+namespace kiln::ir {
+
+// Note [Static shapes]
+// Sizes are static integers today. Symbolic dims (dynamic shapes) will extend `sizes` with a
+// symbol per dim; code that needs concrete sizes calls `sizes` and should keep going through
+// TensorType so that the extension has one place to land.
+struct TensorType {
+  DType dtype = kFloat32;
+  Device device;
+  Shape sizes;
+  // Empty means contiguous. A view's type keeps its strides because the op after it (and the
+  // verifier, through the view's shape rule) depends on them.
+  Shape strides;
+  bool requires_grad = false;
+
+  static TensorType of(const Tensor& t);  // strides are dropped when contiguous
+
+  int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
+  int64_t numel() const { return shape_numel(sizes); }
+  bool is_contiguous() const { return strides.empty(); }
+  // Explicit strides: the stored ones, or the contiguous ones.
+  Shape effective_strides() const;
+
+  // "f32[4, 3]", then " strided[1, 4]", " cuda:0", " requires_grad" when they apply.
+  std::string str() const;
+  friend bool operator==(const TensorType&, const TensorType&) = default;
+};
+
+// The short dtype names of the text format: b8 i32 i64 f16 bf16 f32 f64.
+std::string_view dtype_short_name(DType t);
+bool dtype_from_short_name(std::string_view name, DType* out);
+
+}  // namespace kiln::ir
