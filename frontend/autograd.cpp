@@ -3,6 +3,7 @@
 #include "kiln/frontend/factories.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/engine.h"
+#include "kiln/runtime/call_site.h"
 
 namespace kiln {
 
@@ -48,9 +49,10 @@ uint32_t Tensor::output_nr() const {
   return meta != nullptr ? meta->output_nr : 0;
 }
 
-void Tensor::backward(const Tensor& grad, bool retain_graph, bool create_graph) const {
+void Tensor::backward(const Tensor& grad, bool retain_graph, bool create_graph,
+                      std::source_location loc) const {
   autograd::backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{},
-                     retain_graph, create_graph);
+                     retain_graph, create_graph, loc);
 }
 
 void Tensor::retain_grad() const {
@@ -154,7 +156,8 @@ std::vector<Tensor> make_root_grads(const char* api, const std::vector<Tensor>& 
 }  // namespace
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
-              bool retain_graph, bool create_graph) {
+              bool retain_graph, bool create_graph, std::source_location loc) {
+  CallSiteScope site(loc);
   std::vector<Tensor> grads = make_root_grads("backward", outputs, grad_outputs);
   edge_list roots;
   for (const Tensor& out : outputs)
@@ -165,7 +168,8 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, bool retain_graph,
-                         bool create_graph, bool allow_unused) {
+                         bool create_graph, bool allow_unused, std::source_location loc) {
+  CallSiteScope site(loc);
   std::vector<Tensor> grads = make_root_grads("grad", outputs, grad_outputs);
   KILN_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
   edge_list roots;

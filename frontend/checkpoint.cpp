@@ -30,6 +30,10 @@ class CheckpointBackward : public Node {
     }
   }
   std::string name() const override { return "CheckpointBackward"; }
+  // apply() only calls ops: the recompute (the user's function, which the forward already ran
+  // under the same trace) and a nested grad(). A trace therefore records the recomputation and
+  // its backward into the joint graph (Note [Backward under trace] in engine.cpp).
+  bool is_traceable() override { return true; }
   void release_variables() override {
     for (SavedVariable& v : saved_)
       v.reset_data();

@@ -120,7 +120,9 @@ Tensor from_host(const void* data, size_t count, DType src_dtype, Shape size,
   KILN_CHECK(device.is_cpu(), "from_vector: tensors can only be created on the CPU here, not {}",
              device);
   Tensor t = empty_tensor(size, src_dtype, kCPU);
-  if (count > 0) std::memcpy(t.raw_data(), data, count * element_size(src_dtype));
+  // impl()->data(), not raw_data(): filling a new tensor is no data-dependent read, and a
+  // traced function may build constants this way.
+  if (count > 0) std::memcpy(t.impl()->data(), data, count * element_size(src_dtype));
   DType want = options.dtype_or(src_dtype);
   return finish(want == src_dtype ? t : t.to(want), options);
 }

@@ -12,11 +12,19 @@
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 #include "kiln/runtime/tensor_data.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 
 namespace detail {
+void check_traced_read(const char* accessor, const std::source_location& loc) {
+  if (!is_tracing()) return;
+  CallSiteScope site(loc);
+  current_tracing_state()->on_data_read(accessor);
+}
+
 void check_host_access(const Tensor& t, DType want, const char* accessor) {
+  check_traced_data_read(accessor);
   KILN_CHECK(t.defined(), "{}: the tensor is undefined", accessor);
   KILN_CHECK(t.dtype() == want, "{}: expected a tensor of dtype {}, but it has dtype {}", accessor,
              want, t.dtype());
@@ -32,7 +40,8 @@ int64_t Tensor::size(int64_t dim) const {
 int64_t Tensor::stride(int64_t dim) const {
   return strides()[static_cast<size_t>(wrap_dim("stride", dim, this->dim()))];
 }
-void* Tensor::raw_data() const {
+void* Tensor::raw_data(std::source_location loc) const {
+  detail::check_traced_read("raw_data", loc);
   KILN_CHECK(device().is_cpu(), "raw_data: the tensor is on {}, not the CPU", device());
   return impl_->data();
 }

@@ -26,6 +26,7 @@ OpTable& OpTable::instance() {
     register_indexing_derivatives(*t);
     register_random_derivatives(*t);
     register_autograd_kernels(*t);
+    register_tracer_kernels(*t);
     return t;
   }();
   return *table;

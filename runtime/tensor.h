@@ -52,13 +52,15 @@ class Tensor {
   uint32_t version() const { return checked()->version(); }
 
   // ---- data access (copies to host, contiguous order) ----
+  // `loc` names the caller in the error a read inside trace() throws (runtime/tracing_state.h).
   template <class T>
-  std::vector<T> to_vector() const;
+  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
   template <class T>
-  T item() const;
+  T item(std::source_location loc = std::source_location::current()) const;
   template <class T>
-  T* data_ptr() const;
-  void* raw_data() const;  // untyped, for kernels and tests; throws on Meta tensors
+  T* data_ptr(std::source_location loc = std::source_location::current()) const;
+  // Untyped, for kernels and tests; throws on Meta tensors.
+  void* raw_data(std::source_location loc = std::source_location::current()) const;
 
   // ---- conversions ----
   Tensor to(Device device, std::source_location loc = std::source_location::current()) const;
@@ -108,8 +110,8 @@ class Tensor {
   // Computes the gradient of this tensor w.r.t. the leaves and accumulates it into their .grad.
   // `grad` may be omitted for a one-element tensor. The graph is freed unless retain_graph or
   // create_graph is set; create_graph records the backward pass for higher-order gradients.
-  void backward(const Tensor& grad = {}, bool retain_graph = false,
-                bool create_graph = false) const;
+  void backward(const Tensor& grad = {}, bool retain_graph = false, bool create_graph = false,
+                std::source_location loc = std::source_location::current()) const;
   void retain_grad() const;  // a non-leaf keeps its .grad too
   bool retains_grad() const;
   Tensor detach() const;  // same data (and version counter), no history

@@ -8,18 +8,23 @@
 namespace kiln {
 
 namespace detail {
-// Throws unless `t` holds host memory of dtype `want`; names the accessor.
+// Throws unless `t` holds host memory of dtype `want`; names the accessor. Under trace() it
+// throws for any tensor (Note [Tracing state]).
 void check_host_access(const Tensor& t, DType want, const char* accessor);
+// Throws when a trace is active: the read would make the traced graph depend on this run's data.
+void check_traced_read(const char* accessor, const std::source_location& loc);
 }  // namespace detail
 
 template <class T>
-T* Tensor::data_ptr() const {
+T* Tensor::data_ptr(std::source_location loc) const {
+  detail::check_traced_read("data_ptr", loc);
   detail::check_host_access(*this, dtype_of<T>, "data_ptr");
   return static_cast<T*>(impl_->data());
 }
 
 template <class T>
-std::vector<T> Tensor::to_vector() const {
+std::vector<T> Tensor::to_vector(std::source_location loc) const {
+  detail::check_traced_read("to_vector", loc);  // before the conversion below gets recorded
   Tensor src = dtype() == dtype_of<T> ? contiguous() : to(dtype_of<T>);
   detail::check_host_access(src, dtype_of<T>, "to_vector");
   const T* data = static_cast<const T*>(src.impl()->data());
@@ -33,12 +38,13 @@ std::vector<T> Tensor::to_vector() const {
 }
 
 template <class T>
-T Tensor::item() const {
+T Tensor::item(std::source_location loc) const {
+  detail::check_traced_read("item", loc);
   KILN_CHECK(numel() == 1,
              "item: a Tensor with {} elements (shape {}) cannot be converted to a "
              "scalar",
              numel(), shape_str(sizes()));
-  return to_vector<T>()[0];
+  return to_vector<T>(loc)[0];
 }
 
 }  // namespace kiln

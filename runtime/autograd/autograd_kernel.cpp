@@ -7,6 +7,7 @@
 #include "kiln/runtime/autograd/op_backward.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 namespace autograd {
@@ -52,6 +53,15 @@ void check_in_place(const OpDef& op, const Tensor& self) {
              op.name, self.dtype(), shape_str(self.sizes()));
 }
 
+// A copy of `t`'s value before an in-place op overwrites it. This runs below the Tracer key, so
+// a trace cannot see the clone; it is told instead that the copy holds t's current value, which
+// the backward formula then reads (Note [Tracing state]).
+Tensor saved_copy(const Tensor& t) {
+  Tensor copy = t.clone();
+  if (TracingState* state = current_tracing_state()) state->note_same_value(copy, t);
+  return copy;
+}
+
 std::vector<Tensor> in_place_kernel(const OpDef& op, std::span<const Tensor> inputs,
                                     const void* attrs) {
   const Tensor& self = inputs[0];
@@ -59,7 +69,7 @@ std::vector<Tensor> in_place_kernel(const OpDef& op, std::span<const Tensor> inp
   // self's value before the op, when the formula reads it. The clone is recorded, so that a
   // create_graph backward can differentiate through the saved value too.
   Tensor self_before;
-  if (saves(op.save_inputs, 0)) self_before = self.clone();
+  if (saves(op.save_inputs, 0)) self_before = saved_copy(self);
   std::shared_ptr<OpBackward> node = make_node(op, inputs, attrs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!saves(op.save_inputs, i)) continue;
@@ -68,7 +78,7 @@ std::vector<Tensor> in_place_kernel(const OpDef& op, std::span<const Tensor> inp
         i > 0 && inputs[i].defined() && inputs[i].impl()->storage() == self.impl()->storage();
     if (i == 0 || aliases_self) {
       if (!self_before.defined() || (aliases_self && !inputs[i].is_same(self))) {
-        node->save_input(i, inputs[i].clone());
+        node->save_input(i, saved_copy(inputs[i]));
       } else {
         node->save_input(i, self_before);
       }

@@ -23,6 +23,9 @@ void refresh_view_history(AutogradMeta& meta, uint32_t version) {
   Tensor replayed;
   {
     AutoGradMode grad_on(true);
+    // Bookkeeping for the view's history, not a value of the user's program: a trace must not
+    // record it (the source was modified in place, so its traced value is stale anyway).
+    ExcludeDispatchKeysGuard untraced(DispatchKey::Tracer);
     replayed = std::move(call_op(*meta.view_op, std::span<const Tensor>(&meta.view_source, 1),
                                  meta.view_attrs.get())[0]);
   }

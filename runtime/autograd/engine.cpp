@@ -11,7 +11,9 @@
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/autograd/input_buffer.h"
 #include "kiln/runtime/autograd/node.h"
+#include "kiln/runtime/dispatch_key.h"
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln::autograd {
 namespace {
@@ -188,6 +190,31 @@ void check_for_nan(Node& fn, const variable_list& grads) {
   }
 }
 
+// Note [Backward under trace]
+// The engine runs unchanged while trace() records: a traceable Node (every op-table op's
+// backward) calls dispatcher ops, which the Tracer key records like any other call, and so do
+// validate_outputs (sum_to, convert) and the InputBuffer's accumulation. A Node that is not
+// traceable (an opaque custom Function) runs with the Tracer key excluded and is recorded as
+// one prim.fallback node whose callable holds the Node; its saved tensors stay alive (it is not
+// released after running) so that the recorded graph can call it again. AccumulateGrad would
+// write .grad, a side effect a graph cannot express: trace autograd::grad instead.
+bool records_as_fallback(Node& fn) {
+  return is_tracing() && !fn.is_traceable();
+}
+
+variable_list run_node(Node& fn, variable_list inputs) {
+  if (!records_as_fallback(fn)) return fn(std::move(inputs));
+  KILN_CHECK(dynamic_cast<AccumulateGrad*>(&fn) == nullptr,
+             "trace: backward() accumulates into .grad of leaf tensors, which a traced graph "
+             "cannot express; call autograd::grad(outputs, inputs, ...) inside the traced "
+             "function to get the gradients as values");
+  std::shared_ptr<Node> node = fn.getptr();
+  TracingState::OpaqueFn call = [node](const std::vector<Tensor>& grads) {
+    return (*node)(variable_list(grads));
+  };
+  return current_tracing_state()->record_fallback(fn.name(), std::move(call), inputs);
+}
+
 variable_list call_function(GraphTask& task, Node& fn, variable_list inputs) {
   inputs = call_tensor_pre_hooks(fn, std::move(inputs));
   for (const auto& hook : fn.pre_hooks())
@@ -197,11 +224,12 @@ variable_list call_function(GraphTask& task, Node& fn, variable_list inputs) {
   variable_list outputs;
   {
     AutoGradMode grad_mode(task.create_graph);
-    if (!task.keep_graph) fn.will_release_variables();
-    outputs = fn(std::move(inputs));
+    if (!task.keep_graph && !records_as_fallback(fn)) fn.will_release_variables();
+    outputs = run_node(fn, std::move(inputs));
     validate_outputs(fn, outputs);
   }
-  if (AnomalyMode::is_enabled()) check_for_nan(fn, outputs);
+  // The NaN check reads the gradients on the host, which a trace cannot record.
+  if (AnomalyMode::is_enabled() && !is_tracing()) check_for_nan(fn, outputs);
   for (const auto& hook : fn.post_hooks())
     outputs = (*hook)(outputs, hook_inputs);
   return outputs;
@@ -229,12 +257,13 @@ void evaluate_function(GraphTask& task, const std::shared_ptr<Node>& fn, InputBu
     if (!info.needed) return;
   }
   variable_list outputs;
+  bool keep_variables = task.keep_graph || records_as_fallback(*fn);  // Note [Backward under trace]
   try {
     outputs = call_function(task, *fn, std::move(inputs));
   } catch (const std::exception& e) {
     rethrow_with_node(*fn, e);
   }
-  if (!task.keep_graph) fn->release_variables();
+  if (!keep_variables) fn->release_variables();
 
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Edge& e = fn->next_edge(i);
@@ -316,8 +345,14 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
     std::vector<Tensor> result;
     std::exception_ptr error;
     bool grad_enabled = GradMode::is_enabled();
+    // The worker continues this thread's backward: same grad mode, dispatch keys and trace
+    // (Note [Backward under trace]), all thread-local.
+    LocalDispatchKeySet keys = local_dispatch_keys();
+    TracingState* tracing = current_tracing_state();
     std::thread worker([&] {
       GradMode::set_enabled(grad_enabled);
+      local_dispatch_keys() = keys;
+      TracingStateGuard trace_state(tracing);
       try {
         result = run_graph_task(task, root);
       } catch (...) {

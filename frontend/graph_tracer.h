@@ -1,0 +1,92 @@
+// GraphTracer: the TracingState that trace() installs. It builds an ir::Graph from the calls the
+// Tracer key sees (frontend/tracer_kernel.cpp) and remembers which Value each live tensor holds.
+// Internal to the frontend: users call kiln::trace (frontend/tracer.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/tracing_state.h"
+
+namespace kiln {
+
+// Note [Tensor to Value map]
+// The tracer maps a tensor to the Value it holds by the tensor's view identity: its storage,
+// offset, sizes, strides and dtype. Two handles with the same identity read the same elements,
+// and autograd makes such handles all the time (a saved output is a detach()ed alias, a new
+// TensorImpl on the same storage), so keying by TensorImpl* would turn them into constants.
+// Each entry holds a weak reference to the storage: the tracer must not keep tensors alive
+// (autograd's in-place checks and in-place gradient accumulation look at use counts), and an
+// expired entry can never be confused with a new storage at the same address. Each entry also
+// records the storage's version counter when the mapping was made. Ops that write in place are
+// recorded functionally (their out-of-place twin) and update the written tensor's entry; a
+// tensor whose version moved without its entry being updated was written through another alias
+// (a view of it, or its base), which the graph cannot express, so reading it throws.
+class GraphTracer final : public TracingState {
+ public:
+  GraphTracer();
+
+  const std::shared_ptr<ir::Graph>& graph() const { return graph_; }
+
+  // A graph input for `t`, named `name`.
+  ir::Value* add_input(const Tensor& t, std::string name);
+  // From now on, a tensor from outside the traced function that requires grad becomes a new
+  // graph input (named p0, p1, ...) appended to `*lifted`, instead of a constant: compile reads
+  // such tensors (model parameters) anew on every call and differentiates with respect to them.
+  void lift_requires_grad(std::vector<Tensor>* lifted) { lifted_ = lifted; }
+  // TracingState::records_graph_breaks.
+  void set_records_graph_breaks(bool on) { graph_breaks_ = on; }
+  bool records_graph_breaks() const override { return graph_breaks_; }
+  // The Value `t` holds: its entry, or a new prim.constant with a copy of its data.
+  ir::Value* value_of(const Tensor& t);
+  // The entry's Value when `t` has a current one, else null (and no constant is made).
+  ir::Value* find_value(const Tensor& t);
+  // True when `t`'s storage version differs from the one its entry recorded.
+  bool is_stale(const Tensor& t) const;
+
+  std::vector<Tensor> record_op(const OpDef& op, std::span<const Tensor> inputs,
+                                const void* attrs) override;
+  std::vector<Tensor> record_fallback(const std::string& name, OpaqueFn fn,
+                                      const std::vector<Tensor>& inputs) override;
+  void note_same_value(const Tensor& copy, const Tensor& source) override;
+
+ private:
+  struct Key {
+    const StorageImpl* storage;
+    int64_t offset;
+    Shape sizes;
+    Shape strides;
+    DType dtype;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct Entry {
+    std::weak_ptr<StorageImpl> storage;
+    ir::Value* value = nullptr;
+    uint32_t version = 0;
+  };
+
+  static Key key_of(const Tensor& t);
+  void set_value(const Tensor& t, ir::Value* v);
+  const Entry* live_entry(const Tensor& t) const;
+  void prune_expired();
+
+  // In-place ops (tracer_kernel.cpp): the Value of self after `op`, built from out-of-place ops.
+  ir::Value* functionalize(const OpDef& op, std::span<const Tensor> inputs, const void* attrs,
+                           std::span<ir::Value* const> values, const std::string& site);
+  ir::Value* add_node(const OpDef& op, std::span<ir::Value* const> inputs, const void* attrs,
+                      ir::TensorType type, const std::string& site);
+
+  std::shared_ptr<ir::Graph> graph_;
+  std::unordered_map<Key, Entry, KeyHash> map_;
+  size_t prune_at_ = 1024;
+  std::vector<Tensor>* lifted_ = nullptr;
+  bool graph_breaks_ = false;
+};
+
+}  // namespace kiln

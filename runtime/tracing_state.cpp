@@ -1,0 +1,90 @@
+#include "kiln/runtime/tracing_state.h"
+
+#include <string_view>
+
+#include "kiln/runtime/call_site.h"
+#include "kiln/runtime/dispatch_key.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln {
+namespace {
+
+thread_local TracingState* t_state = nullptr;
+
+void erase_all(std::string& s, std::string_view what) {
+  for (size_t pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos))
+    s.erase(pos, what.size());
+}
+
+// std::source_location::function_name() is the compiler's pretty signature: GCC writes
+// "std::vector<kiln::Tensor> {anonymous}::mlp(const Tensor&)", Clang "(anonymous
+// namespace)::mlp". Both become "mlp"; a lambda becomes its enclosing function, which both
+// compilers spell the same way, so golden texts do not depend on the compiler.
+std::string short_function_name(const char* pretty) {
+  std::string s = pretty;
+  erase_all(s, "(anonymous namespace)::");
+  erase_all(s, "{anonymous}::");
+  int depth = 0;
+  size_t paren = std::string::npos;
+  for (size_t i = 0; i < s.size() && paren == std::string::npos; ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>' && depth > 0) --depth;
+    if (s[i] == '(' && depth == 0) paren = i;
+  }
+  if (paren != std::string::npos) s.resize(paren);
+  depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>' && depth > 0) --depth;
+    if (s[i] == ' ' && depth == 0) start = i + 1;
+  }
+  return s.substr(start);
+}
+
+}  // namespace
+
+TracingState::~TracingState() = default;
+
+void TracingState::on_data_read(const char* accessor) {
+  std::string site = short_call_site();
+  KILN_ERROR(
+      "trace: data-dependent read {}() at {} cannot be traced; the traced graph would bake in "
+      "this run's value. Keep the computation in tensor ops (where, masked_fill, clamp, ...) or "
+      "move the read outside the traced function",
+      accessor, site.empty() ? std::string("an unknown call site") : site);
+}
+
+TracingState* current_tracing_state() {
+  return t_state;
+}
+
+TracingStateGuard::TracingStateGuard(TracingState* state) : saved_(t_state) {
+  t_state = state;
+}
+TracingStateGuard::~TracingStateGuard() {
+  t_state = saved_;
+}
+
+bool is_tracing() {
+  if (t_state == nullptr) return false;
+  const LocalDispatchKeySet& keys = local_dispatch_keys();
+  return keys.included.has(DispatchKey::Tracer) && !keys.excluded.has(DispatchKey::Tracer);
+}
+
+void check_traced_data_read(const char* accessor) {
+  if (is_tracing()) t_state->on_data_read(accessor);
+}
+
+std::string short_call_site() {
+  const CallSite& site = current_call_site();
+  if (!site.known()) return "";
+  std::string_view file = site.file;
+  size_t slash = file.find_last_of("/\\");
+  if (slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  if (site.function == nullptr || *site.function == '\0')
+    return fmt::format("{}:{}", file, site.line);
+  return fmt::format("{}:{} in {}", file, site.line, short_function_name(site.function));
+}
+
+}  // namespace kiln

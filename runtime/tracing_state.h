@@ -1,0 +1,88 @@
+// The runtime's view of an active trace: which object records, and whether the current call is
+// one it should see. The recorder itself (the graph it builds) lives in frontend/tracer.h; the
+// runtime only needs the few entry points below.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/tensor.h"
+
+namespace kiln {
+
+struct OpDef;
+
+// Note [Tracing state]
+// A trace is active on a thread when a TracingState is current (TracingStateGuard) AND the
+// Tracer dispatch key is in the thread's included keys AND not in its excluded keys. trace()
+// sets the first two for the duration of the user's function. Every kernel runs with Tracer
+// excluded (the Tracer kernel's redispatch, run_backend around device kernels), so what an op
+// does inside (a cast, a contiguous copy, a host read) is invisible to the trace: only the
+// user's calls are recorded. The same test, is_tracing(), decides whether a host data read
+// (item(), to_vector(), data_ptr()) is a data-dependent read the trace cannot express, and
+// whether the autograd engine must record a Node it cannot see into as a fallback.
+class TracingState {
+ public:
+  using OpaqueFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+  TracingState() = default;
+  TracingState(const TracingState&) = delete;
+  TracingState& operator=(const TracingState&) = delete;
+  virtual ~TracingState();
+
+  // The Tracer key's kernel: records `op` and runs it below the Tracer key.
+  virtual std::vector<Tensor> record_op(const OpDef& op, std::span<const Tensor> inputs,
+                                        const void* attrs) = 0;
+
+  // Runs `fn`, which the trace cannot see into, with the Tracer key excluded, and records one
+  // opaque node for it (prim.fallback, named `name`) from `inputs` to the returned tensors.
+  // Undefined inputs and outputs are allowed; see the implementation for how they are recorded.
+  virtual std::vector<Tensor> record_fallback(const std::string& name, OpaqueFn fn,
+                                              const std::vector<Tensor>& inputs) = 0;
+
+  // `copy` was just made, with the Tracer key excluded, as a copy of `source`'s current value
+  // (autograd saves the value of an in-place op's input this way). A recorder that knows
+  // `source` lets later reads of `copy` use the same value; otherwise this does nothing.
+  virtual void note_same_value(const Tensor& copy, const Tensor& source) = 0;
+
+  // A host read of a tensor's data while tracing. The default throws kiln::Error naming
+  // `accessor` and the user's call site: the value depends on data the graph does not hold.
+  virtual void on_data_read(const char* accessor);
+
+  // Whether a custom Function that is not traceable should be recorded as one opaque forward
+  // step (prim.fallback calling the Function eagerly, with autograd) instead of being traced
+  // through. compile() asks for this to split the function at graph breaks (Note [Graph
+  // breaks], frontend/compile/segments.cpp); trace() records the forward ops and a fallback for
+  // the backward Node instead.
+  virtual bool records_graph_breaks() const { return false; }
+};
+
+// The state recording on this thread, or null.
+TracingState* current_tracing_state();
+
+// Makes `state` current for a scope and restores the previous one (also on exceptions).
+class TracingStateGuard {
+ public:
+  explicit TracingStateGuard(TracingState* state);
+  ~TracingStateGuard();
+  TracingStateGuard(const TracingStateGuard&) = delete;
+  TracingStateGuard& operator=(const TracingStateGuard&) = delete;
+
+ private:
+  TracingState* saved_;
+};
+
+// Note [Tracing state]: a state is current and the Tracer key is live for this call.
+bool is_tracing();
+
+// Calls current_tracing_state()->on_data_read(accessor) when is_tracing().
+void check_traced_data_read(const char* accessor);
+
+// "model.cpp:12 in forward" from a CallSite: the file without its directory, so that a graph's
+// text does not depend on where the sources were checked out, and the function without its
+// return type and parameters. Empty for an unknown call site.
+std::string short_call_site();
+
+}  // namespace kiln
