@@ -1,6 +1,8 @@
 #include "kiln/runtime/options.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include "kiln/runtime/error.h"
@@ -8,15 +10,48 @@
 namespace kiln {
 namespace {
 
-std::string env_or(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
+using Getenv = std::function<const char*(const char*)>;
+
+std::string env_or(const Getenv& getenv, const char* name, std::string fallback) {
+  const char* v = getenv(name);
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-Options read_options() {
+std::vector<std::string> split_topics(const std::string& list, std::vector<std::string>* warnings) {
+  std::vector<std::string> topics;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string t = list.substr(start, end - start);
+    start = end + 1;
+    if (t.empty()) continue;
+    if (t == "all") {
+      topics.assign(std::begin(kLogTopics), std::end(kLogTopics));
+      continue;
+    }
+    if (std::find(std::begin(kLogTopics), std::end(kLogTopics), t) == std::end(kLogTopics)) {
+      std::string known;
+      for (std::string_view k : kLogTopics)
+        known += (known.empty() ? "" : ", ") + std::string(k);
+      warnings->push_back("KILN_LOGS: unknown topic '" + t + "' (topics: " + known + ", all)");
+      continue;
+    }
+    topics.push_back(t);
+  }
+  return topics;
+}
+
+}  // namespace
+
+bool Options::log_enabled(std::string_view topic) const {
+  return std::find(log_topics.begin(), log_topics.end(), topic) != log_topics.end();
+}
+
+Options parse_options(const Getenv& getenv) {
   Options o;
   o.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string threads = env_or("KILN_NUM_THREADS", "");
+  std::string threads = env_or(getenv, "KILN_NUM_THREADS", "");
   if (!threads.empty()) {
     char* end = nullptr;
     long n = std::strtol(threads.c_str(), &end, 10);
@@ -24,19 +59,33 @@ Options read_options() {
                "KILN_NUM_THREADS must be a positive integer, got '{}'", threads);
     o.num_threads = static_cast<int>(n);
   }
-  o.logs = env_or("KILN_LOGS", "");
-  o.debug_dir = env_or("KILN_DEBUG_DIR", "");
-  std::string home = env_or("HOME", "/tmp");
-  o.cache_dir = env_or("KILN_CACHE_DIR", home + "/.cache/kiln");
-  o.backend = env_or("KILN_BACKEND", "auto");
+  o.logs = env_or(getenv, "KILN_LOGS", "");
+  o.log_topics = split_topics(o.logs, &o.warnings);
+  o.debug_dir = env_or(getenv, "KILN_DEBUG_DIR", "");
+  std::string home = env_or(getenv, "HOME", "/tmp");
+  o.cache_dir = env_or(getenv, "KILN_CACHE_DIR", home + "/.cache/kiln");
+  o.backend = env_or(getenv, "KILN_BACKEND", "auto");
+  std::string update = env_or(getenv, "KILN_UPDATE_GOLDEN", "0");
+  KILN_CHECK(update == "0" || update == "1", "KILN_UPDATE_GOLDEN must be 0 or 1, got '{}'", update);
+  o.update_golden = update == "1";
   return o;
 }
 
-}  // namespace
-
 const Options& options() {
-  static const Options o = read_options();
+  static const Options o = [] {
+    Options parsed = parse_options([](const char* name) { return std::getenv(name); });
+    for (const std::string& w : parsed.warnings)
+      std::cerr << "kiln: warning: " << w << "\n";
+    return parsed;
+  }();
   return o;
+}
+
+void log_line(std::string_view topic, std::string_view message) {
+  if (!options().log_enabled(topic)) return;
+  // One write per line, so lines from several threads do not interleave mid-line.
+  std::string line = "[kiln:" + std::string(topic) + "] " + std::string(message) + "\n";
+  std::cerr << line << std::flush;
 }
 
 }  // namespace kiln

@@ -3,18 +3,38 @@
 // principle 8). Code reads options(), never getenv.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kiln {
 
+// The topics KILN_LOGS may name (DESIGN.md, debugging surface).
+inline constexpr std::string_view kLogTopics[] = {"recompiles", "fallbacks", "fusion",
+                                                  "kernels",    "trace",     "passes"};
+
 struct Options {
-  int num_threads = 1;    // KILN_NUM_THREADS, default: the machine's core count
-  std::string logs;       // KILN_LOGS: comma-separated topics
-  std::string debug_dir;  // KILN_DEBUG_DIR
-  std::string cache_dir;  // KILN_CACHE_DIR, default ~/.cache/kiln
-  std::string backend;    // KILN_BACKEND
+  int num_threads = 1;                  // KILN_NUM_THREADS, default: the machine's core count
+  std::string logs;                     // KILN_LOGS as given
+  std::vector<std::string> log_topics;  // KILN_LOGS split at commas; "all" turns on every topic
+  std::vector<std::string> warnings;    // problems found while parsing, printed once by options()
+  std::string debug_dir;                // KILN_DEBUG_DIR: one folder per compiled graph
+  std::string cache_dir;                // KILN_CACHE_DIR, default ~/.cache/kiln
+  std::string backend;                  // KILN_BACKEND
+  bool update_golden = false;           // KILN_UPDATE_GOLDEN=1: golden tests rewrite their files
+
+  bool log_enabled(std::string_view topic) const;
 };
 
+// Parses the variables through `getenv` (tests pass a fake environment). Throws kiln::Error for
+// a malformed value; an unknown log topic is a warning, since logging must not stop a program.
+Options parse_options(const std::function<const char*(const char*)>& getenv);
+
+// The process's options, parsed from the environment on first use.
 const Options& options();
+
+// Writes "[kiln:topic] message" to stderr when KILN_LOGS enables the topic.
+void log_line(std::string_view topic, std::string_view message);
 
 }  // namespace kiln

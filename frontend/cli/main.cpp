@@ -1,9 +1,12 @@
-// The `kiln` command-line tool. Subcommands arrive with their issues (opt, run, dump, demo,
-// bench); today it runs the small eager example that the README's first command shows.
+// The `kiln` command-line tool: the IR workbench (opt, run) and the small eager example that
+// the README's first command shows. Each subcommand answers --help.
 #include <cstring>
 #include <iostream>
 #include <string_view>
 
+#include <vector>
+
+#include "commands.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/cuda/nvrtc_info.h"
 
@@ -12,6 +15,8 @@ namespace {
 int usage(std::ostream& os, int code) {
   os << "usage: kiln <command>\n\n"
         "commands:\n"
+        "  opt FILE --passes=a,b   parse text IR, run passes by name, print the result\n"
+        "  run FILE --seed N       run text IR on generated inputs, summarize the outputs\n"
         "  example   run a small eager example (tensor ops, views, matmul) and print results\n"
         "  version   print the version and the backends this build has\n"
         "  help      show this message\n";
@@ -48,6 +53,9 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage(std::cerr, 2);
   std::string_view cmd = argv[1];
   try {
+    std::vector<std::string> rest(argv + 2, argv + argc);
+    if (cmd == "opt") return kiln::cli::opt_command(rest);
+    if (cmd == "run") return kiln::cli::run_command(rest);
     if (cmd == "example") return run_example();
     if (cmd == "version") {
       std::cout << "kiln " << KILN_VERSION << " (LLVM backend: " << (KILN_WITH_LLVM ? "on" : "off")

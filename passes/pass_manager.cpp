@@ -1,0 +1,93 @@
+#include "kiln/passes/pass_manager.h"
+
+#include <fmt/ranges.h>
+
+#include <ostream>
+
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/cse.h"
+#include "kiln/passes/dce.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln::passes {
+namespace {
+
+bool verify_pass(ir::Graph& g, PassContext&) {
+  ir::verify(g);
+  return false;
+}
+
+bool print_pass(ir::Graph& g, PassContext& ctx) {
+  if (ctx.out != nullptr) *ctx.out << g.str();
+  return false;
+}
+
+bool dce_pass(ir::Graph& g, PassContext&) {
+  return eliminate_dead_code(g);
+}
+
+bool cse_pass(ir::Graph& g, PassContext&) {
+  return eliminate_common_subexpressions(g);
+}
+
+std::vector<std::string> pass_names() {
+  std::vector<std::string> names;
+  for (const PassInfo& p : all_passes())
+    names.push_back(p.name);
+  return names;
+}
+
+}  // namespace
+
+const std::vector<PassInfo>& all_passes() {
+  static const std::vector<PassInfo> passes = {
+      {"verify", "check SSA order, use lists and types against the op table (changes nothing)",
+       verify_pass},
+      {"print", "print the graph as it is at this point of the pipeline", print_pass},
+      {"dce", "remove nodes whose results are unused", dce_pass},
+      {"cse", "merge nodes that compute the same op on the same inputs", cse_pass},
+  };
+  return passes;
+}
+
+const PassInfo* find_pass(std::string_view name) {
+  for (const PassInfo& p : all_passes())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::vector<std::string> split_pass_list(std::string_view list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    if (end > start) out.emplace_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+void run_passes(ir::Graph& graph, const std::vector<std::string>& names, PassContext& ctx,
+                const PassRunOptions& options) {
+  std::vector<const PassInfo*> passes;
+  for (const std::string& name : names) {
+    const PassInfo* p = find_pass(name);
+    KILN_CHECK(p != nullptr, "unknown pass '{}'; the passes are: {}", name,
+               fmt::join(pass_names(), ", "));
+    passes.push_back(p);
+  }
+  for (const PassInfo* p : passes) {
+    bool changed = p->run(graph, ctx);
+    if (options.verify_each && changed) {
+      try {
+        ir::verify(graph);
+      } catch (const Error& e) {
+        KILN_ERROR("the graph is invalid after pass '{}': {}", p->name, e.what());
+      }
+    }
+    if (changed && options.after_change) options.after_change(*p, graph);
+  }
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,41 @@
+# One golden IR test: `kiln opt INPUT --passes=...` must print EXPECTED exactly (DESIGN.md,
+# testing layer 2). The passes come from the input's first line, "# passes: a,b". When an
+# INPUT.error file exists instead of EXPECTED, kiln opt must fail with exit code 1 and its
+# stderr must contain that file's text (less the trailing newline).
+#
+# Arguments: -DKILN=<kiln binary> -DINPUT=<file.ir> -DWORK=<scratch folder for the diff>
+cmake_minimum_required(VERSION 3.20)
+
+file(STRINGS ${INPUT} first_line LIMIT_COUNT 1)
+if(NOT first_line MATCHES "^# passes: *(.*)$")
+  message(FATAL_ERROR "${INPUT}: the first line must be '# passes: a,b,...'")
+endif()
+set(passes "${CMAKE_MATCH_1}")
+
+execute_process(COMMAND ${KILN} opt ${INPUT} --passes=${passes}
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+
+string(REGEX REPLACE "\\.ir$" "" stem "${INPUT}")
+if(EXISTS ${stem}.error)
+  file(READ ${stem}.error want)
+  string(STRIP "${want}" want)
+  if(NOT rc EQUAL 1)
+    message(FATAL_ERROR "expected kiln opt to fail (exit 1), got exit ${rc}\nstdout:\n${out}")
+  endif()
+  string(FIND "${err}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "stderr does not contain the expected error\nwant: ${want}\ngot:  ${err}")
+  endif()
+  return()
+endif()
+
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln opt failed (exit ${rc}):\n${err}")
+endif()
+file(READ ${stem}.expected.ir want)
+if(NOT out STREQUAL want)
+  get_filename_component(name ${stem} NAME)
+  file(WRITE ${WORK}/${name}.actual.ir "${out}")
+  execute_process(COMMAND diff -u ${stem}.expected.ir ${WORK}/${name}.actual.ir OUTPUT_VARIABLE d)
+  message(FATAL_ERROR "output differs from ${stem}.expected.ir:\n${d}")
+endif()
