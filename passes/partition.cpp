@@ -1,0 +1,121 @@
+#include "kiln/passes/partition.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/passes/dce.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln::passes {
+namespace {
+
+using ValueMap = std::unordered_map<const ir::Value*, ir::Value*>;
+
+// Appends a copy of `n` to `g`, reading its inputs through `map`, and records its outputs.
+void copy_node(ir::Graph& g, const ir::Node& n, ValueMap& map) {
+  std::vector<ir::Value*> inputs;
+  for (const ir::Value* v : n.inputs())
+    inputs.push_back(map.at(v));
+  ir::Node* copy = g.create_copy(n, inputs);
+  for (size_t i = 0; i < n.num_outputs(); ++i)
+    map[n.output(i)] = copy->output(i);
+}
+
+int64_t bytes_of(const ir::TensorType& t) {
+  return t.numel() * static_cast<int64_t>(element_size(t.dtype));
+}
+
+}  // namespace
+
+Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layout) {
+  const size_t num_inputs = joint.inputs().size();
+  const size_t num_outputs = joint.outputs().size();
+  KILN_CHECK(layout.num_primals <= num_inputs && layout.num_forward_outputs <= num_outputs,
+             "partition: the layout ({} primals, {} forward outputs) does not fit a joint graph "
+             "with {} inputs and {} outputs",
+             layout.num_primals, layout.num_forward_outputs, num_inputs, num_outputs);
+
+  // A value is backward's when it depends on a tangent. Constants depend on nothing and are
+  // copied into whichever graph reads them rather than saved.
+  std::unordered_set<const ir::Value*> on_tangent;
+  for (size_t i = layout.num_primals; i < num_inputs; ++i)
+    on_tangent.insert(joint.input(i));
+  std::unordered_set<const ir::Node*> backward_nodes;
+  std::vector<ir::Node*> nodes = joint.nodes();
+  for (const ir::Node* n : nodes) {
+    if (n->kind() == ir::NodeKind::Param) continue;
+    bool dep = false;
+    for (const ir::Value* v : n->inputs())
+      dep = dep || on_tangent.count(v) != 0;
+    if (dep) {
+      backward_nodes.insert(n);
+      for (size_t i = 0; i < n->num_outputs(); ++i)
+        on_tangent.insert(n->output(i));
+    }
+  }
+  for (size_t i = 0; i < layout.num_forward_outputs; ++i) {
+    KILN_CHECK(on_tangent.count(joint.outputs()[i]) == 0,
+               "partition: forward output {} depends on a gradient placeholder", i);
+  }
+  auto is_constant = [](const ir::Value* v) { return v->node()->kind() == ir::NodeKind::Constant; };
+
+  // Saved: forward values that a backward node or a gradient output reads.
+  std::vector<const ir::Value*> saved;
+  std::unordered_set<const ir::Value*> saved_set;
+  auto save = [&](const ir::Value* v) {
+    if (on_tangent.count(v) == 0 && !is_constant(v) && saved_set.insert(v).second) {
+      saved.push_back(v);
+    }
+  };
+  for (const ir::Node* n : nodes) {
+    if (backward_nodes.count(n) == 0) continue;
+    for (const ir::Value* v : n->inputs())
+      save(v);
+  }
+  for (size_t i = layout.num_forward_outputs; i < num_outputs; ++i)
+    save(joint.outputs()[i]);
+
+  Partition p;
+  p.forward = std::make_shared<ir::Graph>();
+  p.backward = std::make_shared<ir::Graph>();
+
+  // Forward: primals -> forward outputs + saved.
+  ValueMap fmap;
+  for (size_t i = 0; i < layout.num_primals; ++i) {
+    const ir::Value* in = joint.input(i);
+    fmap[in] = p.forward->add_input(in->type(), in->debug_name());
+  }
+  for (const ir::Node* n : nodes) {
+    if (n->kind() == ir::NodeKind::Param || backward_nodes.count(n) != 0) continue;
+    copy_node(*p.forward, *n, fmap);
+  }
+  for (size_t i = 0; i < layout.num_forward_outputs; ++i)
+    p.forward->add_output(fmap.at(joint.outputs()[i]));
+  for (const ir::Value* v : saved) {
+    p.forward->add_output(fmap.at(v));
+    p.saved_bytes += bytes_of(v->type());
+  }
+  p.num_saved = saved.size();
+  eliminate_dead_code(*p.forward);
+
+  // Backward: saved + tangents -> gradients.
+  ValueMap bmap;
+  for (const ir::Value* v : saved)
+    bmap[v] = p.backward->add_input(v->type(), "");
+  for (size_t i = layout.num_primals; i < num_inputs; ++i) {
+    const ir::Value* in = joint.input(i);
+    bmap[in] = p.backward->add_input(in->type(), in->debug_name());
+  }
+  for (const ir::Node* n : nodes) {
+    if (n->kind() == ir::NodeKind::Param) continue;
+    if (backward_nodes.count(n) != 0 || n->kind() == ir::NodeKind::Constant) {
+      copy_node(*p.backward, *n, bmap);
+    }
+  }
+  for (size_t i = layout.num_forward_outputs; i < num_outputs; ++i)
+    p.backward->add_output(bmap.at(joint.outputs()[i]));
+  eliminate_dead_code(*p.backward);
+  return p;
+}
+
+}  // namespace kiln::passes
