@@ -28,6 +28,7 @@
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/autograd/node.h"
 #include "kiln/runtime/autograd/saved_variable.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln::autograd {
 
@@ -106,16 +107,31 @@ void finish_custom_function(const std::shared_ptr<CppNodeBase>& node, bool recor
 
 template <class T>
 struct Function {
+  // T declares `static constexpr bool is_traceable = true` when its backward only calls
+  // dispatcher ops; opaque otherwise. A function, not a constant: T is incomplete here.
+  static constexpr bool traceable() {
+    if constexpr (requires { T::is_traceable; }) {
+      return static_cast<bool>(T::is_traceable);
+    } else {
+      return false;
+    }
+  }
+
   template <class... Args>
   static auto apply(Args&&... args) {
-    constexpr bool traceable = [] {
-      if constexpr (requires { T::is_traceable; }) {
-        return static_cast<bool>(T::is_traceable);
-      } else {
-        return false;
+    if constexpr (!traceable() && (std::is_copy_constructible_v<std::decay_t<Args>> && ...)) {
+      TracingState* state = current_tracing_state();
+      if (state != nullptr && state->records_graph_breaks() && is_tracing()) {
+        return apply_as_graph_break(*state, args...);
       }
-    }();
-    auto node = std::make_shared<CppNode<T>>(demangled_type_name(typeid(T)), traceable);
+    }
+    return apply_eager(std::forward<Args>(args)...);
+  }
+
+ private:
+  template <class... Args>
+  static auto apply_eager(Args&&... args) {
+    auto node = std::make_shared<CppNode<T>>(demangled_type_name(typeid(T)), traceable());
     std::vector<Tensor> tensor_inputs;
     auto note = [&](const auto& arg) {
       size_t before = tensor_inputs.size();
@@ -135,6 +151,43 @@ struct Function {
     std::vector<Tensor*> outputs;
     for_each_tensor(out, [&](Tensor& t) { outputs.push_back(&t); });
     finish_custom_function(node, record, tensor_inputs, outputs);
+    return out;
+  }
+
+  // One opaque step of the trace that calls apply() eagerly, now and on every later run of the
+  // graph, with that run's tensors in place of the arguments' tensors (Note [Graph breaks]).
+  template <class... Args>
+  static auto apply_as_graph_break(TracingState& state, const Args&... args) {
+    using Out = decltype(T::forward(std::declval<AutogradContext*>(), args...));
+    struct Shared {
+      std::tuple<std::decay_t<Args>...> args;
+      bool capturing = true;
+      std::optional<Out> first;  // the capture run's structured result
+    };
+    auto shared = std::make_shared<Shared>(Shared{std::tuple<std::decay_t<Args>...>(args...)});
+    std::vector<Tensor> inputs;
+    std::apply(
+        [&](auto&... xs) { (for_each_tensor(xs, [&](Tensor& t) { inputs.push_back(t); }), ...); },
+        shared->args);
+    TracingState::OpaqueFn call = [shared](const std::vector<Tensor>& new_inputs) {
+      auto a = shared->args;
+      size_t k = 0;
+      std::apply(
+          [&](auto&... xs) {
+            (for_each_tensor(xs, [&](Tensor& t) { t = new_inputs.at(k++); }), ...);
+          },
+          a);
+      // Below the Tracer key (record_fallback runs this with it excluded): the eager path.
+      Out out = std::apply([](auto&... xs) { return apply_eager(xs...); }, a);
+      std::vector<Tensor> flat;
+      for_each_tensor(out, [&](Tensor& t) { flat.push_back(t); });
+      if (shared->capturing) shared->first = std::move(out);
+      return flat;
+    };
+    state.record_fallback(demangled_type_name(typeid(T)), std::move(call), inputs);
+    shared->capturing = false;
+    Out out = std::move(*shared->first);
+    shared->first.reset();
     return out;
   }
 };

@@ -1,0 +1,237 @@
+#include "kiln/frontend/compile.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+
+#include "kiln/frontend/compile/plan.h"
+#include "kiln/frontend/compile/segments.h"
+#include "kiln/ir/dot.h"
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/options.h"
+
+namespace kiln {
+
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::Auto:
+      return "auto";
+    case Backend::Interpreter:
+      return "interpreter";
+    case Backend::LLVM:
+      return "llvm";
+    case Backend::CUDA:
+      return "cuda";
+  }
+  return "?";
+}
+
+namespace compile_detail {
+
+struct State {
+  Fn fn;
+  CompileOptions options;
+  std::string name;
+
+  std::mutex mu;  // guards everything below; plans themselves are immutable once made
+  std::vector<std::shared_ptr<const Plan>> plans;
+  std::shared_ptr<const Plan> last;
+  int64_t compiles = 0;
+  int64_t cache_hits = 0;
+  int64_t eager_calls = 0;
+  bool warned_cache_full = false;
+};
+
+namespace {
+
+std::atomic<int> next_function_id{0};
+
+Backend resolve_backend(Backend requested) {
+  switch (requested) {
+    case Backend::Auto:
+    case Backend::Interpreter:
+      return Backend::Interpreter;
+    case Backend::LLVM:
+    case Backend::CUDA:
+      KILN_ERROR(
+          "compile: the {} backend has no code generator in this build yet; use "
+          "Backend::Interpreter or Backend::Auto",
+          backend_name(requested));
+  }
+  return Backend::Interpreter;
+}
+
+std::string plan_dump(const Plan& p) {
+  std::string s = fmt::format("# signature {}\n", p.signature.str());
+  if (p.eager) return s + "# runs eagerly: " + p.eager_reason + "\n";
+  if (!p.steps.empty()) {
+    s += fmt::format("# {} steps (graph breaks run eagerly between compiled segments)\n",
+                     p.steps.size());
+    s += "\n# ---- traced forward graph ----\n" + p.forward->str();
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const compile_detail::Step& step = *p.steps[i];
+      if (step.fallback != nullptr) {
+        s += fmt::format("\n# ---- step {}: eager '{}' ----\n", i, step.fallback->fallback().name);
+        continue;
+      }
+      s += fmt::format("\n# ---- step {}: compiled segment ----\n", i);
+      std::shared_ptr<const Plan> sub = step.captured();
+      s += sub ? plan_dump(*sub) : "# (not run yet)\n" + step.segment->str();
+    }
+    return s;
+  }
+  s += fmt::format(
+      "# {} forward kernel(s), {} backward kernel(s), {} fallback op(s), {} saved value(s) "
+      "({} bytes)\n",
+      p.forward_kernels, p.backward_kernels, p.fallback_ops, p.num_saved, p.saved_bytes);
+  s += "\n# ---- joint graph (as traced) ----\n" + p.joint->str();
+  s += "\n# ---- forward graph ----\n" + p.forward->str();
+  if (p.backward) s += "\n# ---- backward graph ----\n" + p.backward->str();
+  return s;
+}
+
+// KILN_DEBUG_DIR/<name>/signature_<n>/: the stages as text IR (each replayable with `kiln run`)
+// and Graphviz files of the forward and backward graphs.
+void write_debug_dir(const std::string& root, const std::string& name, int64_t index,
+                     const Plan& p) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(root) / name / fmt::format("signature_{}", index);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    log_line("recompiles", fmt::format("{}: cannot write the debug folder {}: {}", name,
+                                       dir.string(), ec.message()));
+    return;
+  }
+  auto write = [&](const char* file, const std::string& text) {
+    std::ofstream(dir / file) << text;
+  };
+  write("summary.txt", plan_dump(p));
+  if (p.eager) return;
+  if (!p.steps.empty()) {
+    write("forward.ir", p.forward->str());  // the steps' own graphs are in summary.txt
+    return;
+  }
+  write("joint.ir", p.joint->str());
+  write("forward.ir", p.forward->str());
+  write("forward.dot", ir::to_dot(*p.forward));
+  if (p.backward) {
+    write("backward.ir", p.backward->str());
+    write("backward.dot", ir::to_dot(*p.backward));
+  }
+}
+
+// Finds or makes the plan for `sig`. Returns null when the cache is full (run eagerly).
+std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs,
+                                     const Signature& sig) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (const auto& p : s.plans) {
+    if (p->signature == sig) {
+      ++s.cache_hits;
+      s.last = p;
+      return p;
+    }
+  }
+  if (static_cast<int64_t>(s.plans.size()) >= s.options.cache_limit) {
+    if (!s.warned_cache_full) {
+      s.warned_cache_full = true;
+      std::cerr << fmt::format(
+          "kiln: warning: {}: {} input signatures compiled, the cache limit; new signatures run "
+          "eagerly (raise CompileOptions::cache_limit). This one: {}\n",
+          s.name, s.plans.size(), sig.str());
+    }
+    return nullptr;
+  }
+  if (!s.plans.empty()) {
+    log_line("recompiles", fmt::format("{}: recompiling (signature {} of at most {}): {}", s.name,
+                                       s.plans.size() + 1, s.options.cache_limit,
+                                       describe_change(s.plans.back()->signature, sig)));
+  }
+  std::shared_ptr<const Plan> plan = capture_plan(s.fn, inputs, sig);
+  ++s.compiles;
+  s.plans.push_back(plan);
+  s.last = plan;
+  if (plan->eager) {
+    log_line("fallbacks", fmt::format("{}: signature {} runs eagerly: {}", s.name, sig.str(),
+                                      plan->eager_reason));
+  }
+  for (const std::string& why : plan->fallback_reasons)
+    log_line("fallbacks", fmt::format("{}: {}", s.name, why));
+  std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
+  if (!debug_dir.empty()) {
+    write_debug_dir(debug_dir, s.name, static_cast<int64_t>(s.plans.size()) - 1, *plan);
+  }
+  return plan;
+}
+
+}  // namespace
+}  // namespace compile_detail
+
+CompiledFunction::CompiledFunction(Fn fn, CompileOptions options)
+    : state_(std::make_shared<compile_detail::State>()) {
+  KILN_CHECK(fn != nullptr, "compile: the function is empty");
+  KILN_CHECK(options.cache_limit >= 1, "compile: cache_limit must be at least 1, got {}",
+             options.cache_limit);
+  compile_detail::resolve_backend(options.backend);
+  state_->fn = std::move(fn);
+  state_->name = options.name.empty()
+                     ? fmt::format("compiled_fn_{}", compile_detail::next_function_id++)
+                     : options.name;
+  state_->options = std::move(options);
+}
+
+std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inputs) const {
+  compile_detail::State& s = *state_;
+  compile_detail::Signature sig = compile_detail::Signature::of(inputs);
+  std::shared_ptr<const compile_detail::Plan> plan = compile_detail::plan_for(s, inputs, sig);
+  if (plan == nullptr || plan->eager) {
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      ++s.eager_calls;
+    }
+    return s.fn(inputs);
+  }
+  return compile_detail::run_plan(plan, inputs);
+}
+
+CompileStats CompiledFunction::stats() const {
+  compile_detail::State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  CompileStats st;
+  st.compiles = s.compiles;
+  st.cache_hits = s.cache_hits;
+  st.eager_calls = s.eager_calls;
+  if (s.last && !s.last->eager) {
+    compile_detail::PlanFigures f = compile_detail::plan_figures(*s.last);
+    st.forward_kernels = f.forward_kernels;
+    st.backward_kernels = f.backward_kernels;
+    st.fallback_ops = f.fallback_ops;
+    st.saved_bytes = f.saved_bytes;
+  }
+  return st;
+}
+
+std::string CompiledFunction::dump() const {
+  compile_detail::State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.last) return "# " + s.name + ": nothing compiled yet\n";
+  return "# " + s.name + "\n" + compile_detail::plan_dump(*s.last);
+}
+
+CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options) {
+  return CompiledFunction(std::move(fn), std::move(options));
+}
+
+CompiledFunction compile(std::function<Tensor(const std::vector<Tensor>&)> fn,
+                         CompileOptions options) {
+  KILN_CHECK(fn != nullptr, "compile: the function is empty");
+  return CompiledFunction(
+      [fn = std::move(fn)](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; },
+      std::move(options));
+}
+
+}  // namespace kiln

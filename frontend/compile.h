@@ -1,0 +1,81 @@
+// kiln::compile(fn): trace fn's forward and, through the real autograd engine, its backward into
+// one joint graph; partition it into a forward and a backward plan; run the forward plan on each
+// call and attach a CompiledBackward Node so that backward() runs the backward plan. Plans are
+// cached per input signature. Anything the trace cannot see into runs eagerly.
+//
+//   auto step = kiln::compile([&](const std::vector<Tensor>& in) {
+//     return std::vector{kiln::cross_entropy(kiln::linear(in[0], w, b), in[1])};
+//   });
+//   Tensor loss = step({x, target})[0];
+//   loss.backward();   // w.grad() and b.grad() as eager code would give them
+//
+// Note [Compile capture]
+// A call with a new signature (Note [Input signature]) captures on real tensors: fn runs once
+// under the tracer on detached copies of the inputs (so an in-place write in fn does not touch
+// the caller's tensors twice), then autograd::grad runs under the same tracer with one
+// placeholder gradient per differentiable output, recording the backward into the joint graph
+// (Note [Joint graph layout], passes/partition.h). Tensors fn reads from outside its arguments
+// are constants, except those that require grad: those are lifted into extra inputs, read anew
+// on every call, so that gradients reach them (model parameters captured by a lambda). The
+// capture never writes .grad. The call then runs the new plan like any later call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/tensor.h"
+
+namespace kiln {
+
+enum class Backend { Auto, Interpreter, LLVM, CUDA };
+std::string_view backend_name(Backend b);
+
+struct CompileOptions {
+  Backend backend = Backend::Auto;
+  // Signatures compiled before further new ones run eagerly (with one warning).
+  int64_t cache_limit = 8;
+  // Overrides KILN_DEBUG_DIR for this function: one folder per compiled signature.
+  std::string debug_dir;
+  // A name for logs and dumps; default "compiled_fn_<n>".
+  std::string name;
+};
+
+struct CompileStats {            // for the most recent input signature, unless noted
+  int64_t compiles = 0;          // signatures compiled so far (all signatures)
+  int64_t cache_hits = 0;        // calls served by an already compiled signature (all signatures)
+  int64_t forward_kernels = 0;   // kernel launches (fused or single-op) in one forward call
+  int64_t backward_kernels = 0;  // kernel launches in one backward call
+  int64_t fallback_ops = 0;      // ops run eagerly (graph breaks) in one forward + backward
+  int64_t saved_bytes = 0;       // bytes the forward saves for backward, per call
+  int64_t eager_calls = 0;       // calls that ran fn eagerly (all signatures)
+};
+
+namespace compile_detail {
+struct State;
+}
+
+class CompiledFunction {
+ public:
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+  CompiledFunction(Fn fn, CompileOptions options);
+
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+  CompileStats stats() const;
+  // Every IR stage of the most recently compiled signature: traced joint graph, forward and
+  // backward graphs, and the partition's figures.
+  std::string dump() const;
+
+ private:
+  std::shared_ptr<compile_detail::State> state_;
+};
+
+CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options = {});
+// For a function of tensors that returns one tensor.
+CompiledFunction compile(std::function<Tensor(const std::vector<Tensor>&)> fn,
+                         CompileOptions options = {});
+
+}  // namespace kiln

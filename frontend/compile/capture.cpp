@@ -1,0 +1,233 @@
+// Capture of a plan (Note [Compile capture], frontend/compile.h).
+#include <fmt/format.h>
+
+#include "kiln/frontend/autograd.h"
+#include "kiln/frontend/compile/plan.h"
+#include "kiln/frontend/compile/segments.h"
+#include "kiln/frontend/graph_tracer.h"
+#include "kiln/passes/dce.h"
+#include "kiln/passes/partition.h"
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/philox.h"
+#include "kiln/runtime/tracing_state.h"
+
+namespace kiln::compile_detail {
+namespace {
+
+// A data-dependent read throws this kiln::Error from the tracer; compile turns it into an eager
+// plan instead of failing (issue: "compile() handles the same case without failing").
+bool is_data_dependent_read(const Error& e) {
+  std::string_view msg = e.what();
+  return msg.find("data-dependent") != std::string_view::npos;
+}
+
+// A copy with the same sizes and strides (an expanded tensor, whose elements overlap, becomes
+// contiguous): the ops fn calls, such as reshape, choose by layout, and the plan is specialized
+// to the caller's layout (Note [Input signature]).
+Tensor clone_with_layout(const Tensor& t) {
+  bool overlapping = false;
+  int64_t extent = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 0) return t.detach().clone();
+    overlapping = overlapping || (t.strides()[d] == 0 && t.sizes()[d] > 1);
+    extent += (t.sizes()[d] - 1) * t.strides()[d];
+  }
+  if (overlapping || t.is_contiguous()) return t.detach().clone();
+  size_t nbytes = static_cast<size_t>(extent) * t.element_size();
+  Tensor c(std::make_shared<TensorImpl>(make_storage(nbytes, t.device()), t.dtype(), t.sizes(),
+                                        t.strides(), 0));
+  c.copy_(t.detach());
+  return c;
+}
+
+// Detached copies with the same requires_grad, made invisible to any enclosing trace: fn's
+// in-place writes during capture must not reach the caller's tensors, which the plan's own
+// run then writes.
+std::vector<Tensor> capture_copies(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> copies;
+  ExcludeDispatchKeysGuard hidden(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) {
+      copies.emplace_back();
+      continue;
+    }
+    Tensor c = clone_with_layout(t);
+    if (t.requires_grad()) c.requires_grad_(true);
+    copies.push_back(std::move(c));
+  }
+  return copies;
+}
+
+bool has_fallbacks(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes())
+    if (n->kind() == ir::NodeKind::Fallback) return true;
+  return false;
+}
+
+int64_t count_kernels(const ir::Graph& g) {
+  int64_t n = 0;
+  for (const ir::Node* node : g.nodes()) {
+    if (node->kind() == ir::NodeKind::FusionGroup) ++n;
+    if (node->kind() == ir::NodeKind::Op && !node->op()->has(kView)) ++n;
+  }
+  return n;
+}
+
+void count_fallbacks(const ir::Graph& g, Plan& plan) {
+  for (const ir::Node* node : g.nodes()) {
+    if (node->kind() != ir::NodeKind::Fallback) continue;
+    ++plan.fallback_ops;
+    plan.fallback_reasons.push_back(fmt::format(
+        "'{}' runs eagerly: an autograd Node or function the tracer cannot see into{}",
+        node->fallback().name, node->call_site().empty() ? "" : " (at " + node->call_site() + ")"));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
+                                   const Signature& signature) {
+  auto plan = std::make_shared<Plan>();
+  plan->signature = signature;
+  GeneratorState rng_before = get_rng_state();
+  plan->capture_seed = static_cast<int64_t>(rng_before.seed);
+  plan->capture_offset = static_cast<int64_t>(rng_before.offset);
+
+  std::vector<Tensor> copies = capture_copies(inputs);
+  GraphTracer tracer;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    KILN_CHECK(copies[i].defined(), "compile: input {} is an undefined tensor", i);
+    tracer.add_input(copies[i], "x" + std::to_string(i));
+  }
+  tracer.lift_requires_grad(&plan->lifted);
+  tracer.set_records_graph_breaks(true);
+  ir::Graph& graph = *tracer.graph();
+  std::vector<uint32_t> versions;
+  for (const Tensor& t : copies)
+    versions.push_back(t.version());
+
+  try {
+    TracingStateGuard state(&tracer);
+    IncludeDispatchKeysGuard keys{DispatchKeySet(DispatchKey::Tracer)};
+    std::vector<Tensor> outputs = fn(copies);
+    plan->num_outputs = outputs.size();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      KILN_CHECK(outputs[i].defined(), "compile: output {} of the function is undefined", i);
+      graph.add_output(tracer.value_of(outputs[i]));
+    }
+    for (size_t i = 0; i < copies.size(); ++i) {
+      if (copies[i].version() == versions[i]) continue;
+      KILN_CHECK(!tracer.is_stale(copies[i]),
+                 "compile: the function wrote into input {} through a view or another alias of "
+                 "it; compiled functions can only write back values assigned to the argument "
+                 "itself",
+                 i);
+      ir::Value* v = tracer.value_of(copies[i]);
+      if (v == graph.input(i)) continue;
+      graph.add_output(v);
+      plan->write_backs.emplace_back(i, graph.outputs().size() - 1);
+    }
+    size_t num_forward_outputs = graph.outputs().size();
+    size_t num_primals = graph.inputs().size();  // inputs, then lifted parameters
+
+    if (has_fallbacks(graph)) {
+      // Graph breaks: no joint graph; each segment captures its own when it first runs.
+      plan->forward = tracer.graph();
+      passes::eliminate_dead_code(*plan->forward);
+      build_steps(*plan);
+      for (const ir::Node* n : plan->forward->nodes()) {
+        if (n->kind() != ir::NodeKind::Fallback) continue;
+        plan->fallback_reasons.push_back(fmt::format(
+            "graph break: '{}'{} is not traceable; it runs eagerly between compiled segments",
+            n->fallback().name, n->call_site().empty() ? "" : " at " + n->call_site()));
+      }
+      set_rng_state(rng_before);
+      return plan;
+    }
+
+    // Backward capture: one zero placeholder per differentiable output, then the real engine.
+    std::vector<Tensor> diff_outputs;
+    if (signature.grad_mode) {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        if (!outputs[i].requires_grad()) continue;
+        plan->differentiable_outputs.push_back(i);
+        diff_outputs.push_back(outputs[i]);
+      }
+    }
+    std::vector<Tensor> primals = copies;
+    primals.insert(primals.end(), plan->lifted.begin(), plan->lifted.end());
+    std::vector<Tensor> wrt;
+    for (size_t k = 0; k < primals.size(); ++k) {
+      if (!primals[k].requires_grad()) continue;
+      plan->grad_primals.push_back(k);
+      wrt.push_back(primals[k]);
+    }
+    if (!diff_outputs.empty() && !wrt.empty()) {
+      std::vector<Tensor> tangents;
+      for (size_t k = 0; k < diff_outputs.size(); ++k) {
+        Tensor z;
+        {
+          ExcludeDispatchKeysGuard hidden(
+              DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+          z = empty_tensor(diff_outputs[k].sizes(), diff_outputs[k].dtype(),
+                           diff_outputs[k].device())
+                  .zero_();
+        }
+        tracer.add_input(z, "g" + std::to_string(k));
+        tangents.push_back(z);
+      }
+      std::vector<Tensor> grads = autograd::grad(diff_outputs, wrt, tangents,
+                                                 /*retain_graph=*/false, /*create_graph=*/false,
+                                                 /*allow_unused=*/true);
+      for (const Tensor& g : grads) {
+        plan->has_gradient.push_back(g.defined());
+        if (g.defined()) graph.add_output(tracer.value_of(g));
+      }
+    } else {
+      plan->differentiable_outputs.clear();
+      plan->grad_primals.clear();
+    }
+
+    GeneratorState rng_after = get_rng_state();
+    if (rng_after.seed != rng_before.seed) {
+      // fn reseeds the generator itself (manual_seed inside the function): a plan cannot
+      // replay that from the caller's generator state.
+      set_rng_state(rng_before);
+      plan->eager = true;
+      plan->eager_reason = "the function calls manual_seed (or sets the generator state)";
+      return plan;
+    }
+    plan->random_blocks = static_cast<int64_t>(rng_after.offset - rng_before.offset);
+    plan->joint = tracer.graph();
+    passes::JointLayout layout{num_primals, num_forward_outputs};
+    if (plan->differentiable_outputs.empty()) {
+      plan->forward = plan->joint->clone();
+      passes::eliminate_dead_code(*plan->forward);
+    } else {
+      passes::Partition p = passes::partition_joint_graph(*plan->joint, layout);
+      plan->forward = p.forward;
+      plan->backward = p.backward;
+      plan->num_saved = p.num_saved;
+      plan->saved_bytes = p.saved_bytes;
+    }
+  } catch (const Error& e) {
+    if (!is_data_dependent_read(e)) throw;
+    set_rng_state(rng_before);
+    plan->eager = true;
+    plan->eager_reason = e.what();
+    return plan;
+  }
+  // The capture drew random numbers as a call would; the plan's run draws them again, so the
+  // generator goes back to where the call started (Note [Random ops in plans]).
+  set_rng_state(rng_before);
+  plan->forward_kernels = count_kernels(*plan->forward);
+  count_fallbacks(*plan->forward, *plan);
+  if (plan->backward) {
+    plan->backward_kernels = count_kernels(*plan->backward);
+    count_fallbacks(*plan->backward, *plan);
+  }
+  return plan;
+}
+
+}  // namespace kiln::compile_detail

@@ -1,0 +1,78 @@
+// A compiled plan: what one input signature compiles to, and how a call runs it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/frontend/compile/signature.h"
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/interpreter.h"
+
+namespace kiln::compile_detail {
+
+struct Step;
+
+struct Plan {
+  Signature signature;
+  // Set when the signature cannot be captured (a data-dependent read in fn): calls run fn
+  // eagerly. `eager_reason` names the read and its call site.
+  bool eager = false;
+  std::string eager_reason;
+
+  std::shared_ptr<ir::Graph> joint;     // as traced (Note [Joint graph layout])
+  std::shared_ptr<ir::Graph> forward;   // primals -> outputs, write-backs, saved
+  std::shared_ptr<ir::Graph> backward;  // saved, tangents -> gradients; null without backward
+
+  // Tensors fn read from outside its arguments that require grad: primals after the inputs.
+  std::vector<Tensor> lifted;
+  size_t num_outputs = 0;
+  // (input index, forward output index): in-place writes of fn into its arguments.
+  std::vector<std::pair<size_t, size_t>> write_backs;
+  // Outputs that get a gradient placeholder, in tangent order.
+  std::vector<size_t> differentiable_outputs;
+  // Primals (index into inputs + lifted) that require grad, in CompiledBackward edge order;
+  // `has_gradient[k]` is false when the outputs do not depend on primal k (no backward output).
+  std::vector<size_t> grad_primals;
+  std::vector<bool> has_gradient;
+  size_t num_saved = 0;
+  int64_t saved_bytes = 0;
+  int64_t forward_kernels = 0;
+  int64_t backward_kernels = 0;
+  int64_t fallback_ops = 0;
+  std::vector<std::string> fallback_reasons;  // one line per fallback node, for the log
+
+  // Set when the trace has graph breaks (Note [Graph breaks], segments.cpp): the steps run in
+  // order instead of `forward`, which then is the traced forward graph with its fallbacks.
+  std::vector<std::shared_ptr<Step>> steps;
+
+  // The generator's state when capture began and how many Philox blocks one call draws.
+  int64_t capture_seed = 0;
+  int64_t capture_offset = 0;
+  int64_t random_blocks = 0;
+};
+
+using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Note [Compile capture] (frontend/compile.h). Throws kiln::Error when fn cannot be traced for
+// another reason than a data-dependent read (which yields an eager plan).
+std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
+                                   const Signature& signature);
+
+// Kernel, fallback and saved-byte counts of one call, summed over the steps of a segmented plan
+// (those captured so far).
+struct PlanFigures {
+  int64_t forward_kernels = 0;
+  int64_t backward_kernels = 0;
+  int64_t fallback_ops = 0;
+  int64_t saved_bytes = 0;
+};
+PlanFigures plan_figures(const Plan& plan);
+
+// Runs one call: the forward plan, the write-backs, and the CompiledBackward Node when an output
+// requires grad.
+std::vector<Tensor> run_plan(const std::shared_ptr<const Plan>& plan,
+                             const std::vector<Tensor>& inputs);
+
+}  // namespace kiln::compile_detail

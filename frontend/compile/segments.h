@@ -1,0 +1,37 @@
+// Graph breaks: a function whose trace contains opaque steps runs as a sequence of compiled
+// segments and eager steps (Note [Graph breaks]).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kiln/frontend/compile/plan.h"
+
+namespace kiln::compile_detail {
+
+// One step of a segmented plan: an eager fallback node of the traced forward graph, or a
+// compiled segment with its own plan (forward, backward, CompiledBackward Node).
+struct Step {
+  const ir::Node* fallback = nullptr;     // set for an eager step
+  std::shared_ptr<ir::Graph> segment;     // set for a compiled step
+  std::vector<const ir::Value*> inputs;   // values of the traced graph the step reads
+  std::vector<const ir::Value*> outputs;  // values it defines that later steps or outputs read
+
+  // A compiled step captures its plan on first use, from that call's tensors.
+  std::shared_ptr<const Plan> plan_for(const std::vector<Tensor>& inputs) const;
+  std::shared_ptr<const Plan> captured() const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const Plan> plan_;
+};
+
+// Splits `plan.forward` (a forward trace with prim.fallback steps) into steps, in order.
+void build_steps(Plan& plan);
+
+// Runs a segmented plan on one call's primals (inputs, then lifted parameters) and returns the
+// forward graph's outputs.
+std::vector<Tensor> run_steps(const Plan& plan, const std::vector<Tensor>& primals);
+
+}  // namespace kiln::compile_detail

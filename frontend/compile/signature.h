@@ -1,0 +1,40 @@
+// The input signature a compiled plan is specialized to, and how two signatures differ (for the
+// recompile log).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/tensor.h"
+
+namespace kiln::compile_detail {
+
+// Note [Input signature]
+// A plan is valid for inputs with the same dtypes, devices, sizes, strides and requires_grad as
+// the inputs it was captured from, under the same grad mode: ops such as reshape choose what to
+// record by layout (a view, or a copy), so strides are part of the key. Data never is.
+struct TensorSignature {
+  DType dtype = kFloat32;
+  Device device;
+  Shape sizes;
+  Shape strides;
+  bool requires_grad = false;
+  bool defined = true;
+  friend bool operator==(const TensorSignature&, const TensorSignature&) = default;
+};
+
+struct Signature {
+  std::vector<TensorSignature> inputs;
+  bool grad_mode = true;
+
+  static Signature of(const std::vector<Tensor>& inputs);
+  size_t hash() const;
+  std::string str() const;  // "(f32[4, 3] requires_grad, i64[4]) grad_mode=on"
+  friend bool operator==(const Signature&, const Signature&) = default;
+};
+
+// What changed from `before` to `after`, for KILN_LOGS=recompiles:
+// "input 0: sizes [4, 3] -> [8, 3]; grad mode on -> off".
+std::string describe_change(const Signature& before, const Signature& after);
+
+}  // namespace kiln::compile_detail

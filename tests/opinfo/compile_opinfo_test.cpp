@@ -1,0 +1,232 @@
+// kiln::compile against eager on every OpInfo sample: outputs, and gradients from
+// autograd::grad on the compiled outputs (floating inputs require grad). The compiled forward
+// and backward plans run the same kernels as eager code, so results must be identical, not
+// merely close. Each compiled function is called twice: the second call (a cache hit) gets the
+// same signature with other floating values, which catches a value the capture baked in as a
+// constant instead of reading it from the call's inputs.
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "kiln/runtime/op_table.h"
+#include "kiln/runtime/philox.h"
+#include "opinfo/op_info.h"
+
+namespace kiln_test {
+namespace {
+
+using kiln::Tensor;
+
+// OpInfos whose outputs are uninitialized memory: compared for types only, since two calls of
+// `empty` need not return the same bytes.
+const std::set<std::string> kUninitializedOutputs = {"empty", "empty_like"};
+
+struct Counts {
+  int samples = 0;
+  int forward_compared = 0;
+  int types_only = 0;
+  int backward_compared = 0;
+  int eager_plans = 0;  // signatures compile() ran eagerly (a data-dependent read)
+};
+Counts& counts() {
+  static Counts c;
+  return c;
+}
+
+class ReportCounts : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const Counts& c = counts();
+    if (c.samples == 0) return;
+    std::printf(
+        "[compile opinfo] %d samples compiled; forward compared %d (+%d types only), backward "
+        "compared %d, each on two calls; %d ran eagerly (data-dependent)\n",
+        c.samples, c.forward_compared, c.types_only, c.backward_compared, c.eager_plans);
+  }
+};
+[[maybe_unused]] auto* const kReport =
+    ::testing::AddGlobalTestEnvironment(new ReportCounts());  // gtest owns it
+
+const OpInfo& find_info(const std::string& name) {
+  for (const OpInfo& info : all_opinfos()) {
+    if (info.name == name) return info;
+  }
+  throw std::runtime_error("no OpInfo " + name);
+}
+
+// Same dtype, shape and bits (every NaN equals every NaN).
+::testing::AssertionResult identical(const Tensor& got, const Tensor& want) {
+  if (got.defined() != want.defined()) {
+    return ::testing::AssertionFailure()
+           << "compiled " << (got.defined() ? "defined" : "undefined") << ", eager "
+           << (want.defined() ? "defined" : "undefined");
+  }
+  if (!got.defined()) return ::testing::AssertionSuccess();
+  if (got.dtype() != want.dtype() || got.sizes() != want.sizes()) {
+    return ::testing::AssertionFailure() << "type " << kiln::ir::TensorType::of(got).str() << " vs "
+                                         << kiln::ir::TensorType::of(want).str();
+  }
+  RefTensor a = to_ref(got), b = to_ref(want);
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    double x = a.data[i], y = b.data[i];
+    bool same = (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0;
+    if (!same) {
+      return ::testing::AssertionFailure()
+             << "element " << i << ": compiled " << x << ", eager " << y;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+void expect_identical(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                      const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(identical(got[i], want[i])) << what << " " << i;
+}
+
+// `t` scaled by `factor`, in a new storage laid out exactly like t's (same strides and offset),
+// so that the second call has the first call's signature and layout.
+Tensor scaled_same_layout(const Tensor& t, double factor) {
+  const kiln::TensorImpl* impl = t.impl();
+  auto n = static_cast<int64_t>(impl->storage()->nbytes() / impl->itemsize());
+  Tensor flat(std::make_shared<kiln::TensorImpl>(impl->storage(), t.dtype(), kiln::Shape{n},
+                                                 kiln::Shape{1}, 0));
+  Tensor scaled = flat * factor;
+  return Tensor(std::make_shared<kiln::TensorImpl>(scaled.impl()->storage(), t.dtype(), t.sizes(),
+                                                   t.strides(), t.storage_offset()));
+}
+
+// Fresh leaves with the values of `inputs` scaled by `factor` (1: the same values): floating
+// ones require grad; integer and bool ones (indices, masks) are kept as they are.
+std::vector<Tensor> leaves(const std::vector<Tensor>& inputs, double factor) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : inputs) {
+    if (!kiln::is_floating(t.dtype())) {
+      out.push_back(t.detach());
+      continue;
+    }
+    Tensor p = factor == 1.0 ? t.detach() : scaled_same_layout(t, factor);
+    p.requires_grad_();
+    out.push_back(p);
+  }
+  return out;
+}
+
+struct Result {
+  std::vector<Tensor> outputs;
+  std::vector<Tensor> grads;  // one per floating input, undefined where no gradient flows
+  kiln::GeneratorState rng_after{};
+};
+
+// Runs `call` on `inputs` from the generator state `rng`, then the gradients of its
+// differentiable outputs w.r.t. the floating inputs with incoming gradients `gos` (made on the
+// first run, when `gos` is empty, from the outputs' types).
+Result run(const kiln::CompiledFunction::Fn& call, const std::vector<Tensor>& inputs,
+           kiln::GeneratorState rng, std::vector<Tensor>& gos) {
+  Result r;
+  kiln::set_rng_state(rng);
+  r.outputs = call(inputs);
+  r.rng_after = kiln::get_rng_state();
+  std::vector<Tensor> diff_outs, wrt;
+  for (const Tensor& o : r.outputs) {
+    if (o.requires_grad()) diff_outs.push_back(o);
+  }
+  for (const Tensor& t : inputs) {
+    if (t.requires_grad()) wrt.push_back(t);
+  }
+  if (diff_outs.empty() || wrt.empty()) return r;
+  if (gos.empty()) {
+    uint32_t seed = 1000;
+    for (const Tensor& o : diff_outs)
+      gos.push_back(make_input(o.sizes(), o.dtype(), Layout::Contiguous, -1, 1, seed++));
+  }
+  r.grads = kiln::autograd::grad(diff_outs, wrt, gos, false, false, /*allow_unused=*/true);
+  return r;
+}
+
+void compare(const Result& compiled, const Result& eager, const char* call) {
+  SCOPED_TRACE(call);
+  expect_identical(compiled.outputs, eager.outputs, "output");
+  ASSERT_EQ(compiled.outputs.size(), eager.outputs.size());
+  for (size_t i = 0; i < compiled.outputs.size(); ++i) {
+    EXPECT_EQ(compiled.outputs[i].requires_grad(), eager.outputs[i].requires_grad())
+        << "requires_grad of output " << i;
+  }
+  expect_identical(compiled.grads, eager.grads, "gradient of floating input");
+  // A compiled call must advance the generator exactly as the eager call does.
+  EXPECT_EQ(compiled.rng_after.seed, eager.rng_after.seed) << "generator seed after the call";
+  EXPECT_EQ(compiled.rng_after.offset, eager.rng_after.offset) << "generator offset after the call";
+}
+
+void check_sample(const OpInfo& info, const Sample& s) {
+  kiln::CompiledFunction f = kiln::compile(s.call);
+  ++counts().samples;
+  // Both runs of a call start from the same generator state, as a user's manual_seed would.
+  kiln::GeneratorState rng = {12345, 7};
+  if (kUninitializedOutputs.count(info.name) != 0) {
+    std::vector<Tensor> gos;
+    Result c = run(f, leaves(s.inputs, 1.0), rng, gos);
+    Result e = run(s.call, leaves(s.inputs, 1.0), rng, gos);
+    ASSERT_EQ(c.outputs.size(), e.outputs.size());
+    for (size_t i = 0; i < c.outputs.size(); ++i)
+      EXPECT_EQ(kiln::ir::TensorType::of(c.outputs[i]), kiln::ir::TensorType::of(e.outputs[i]));
+    ++counts().types_only;
+    return;
+  }
+  std::vector<Tensor> gos;
+  Result c1 = run(f, leaves(s.inputs, 1.0), rng, gos);
+  Result e1 = run(s.call, leaves(s.inputs, 1.0), rng, gos);
+  compare(c1, e1, "first call (compiles)");
+
+  // Second call: same signature, other values for the inputs and the incoming gradients, and
+  // another generator state.
+  std::vector<Tensor> other_gos;
+  for (const Tensor& g : gos)
+    other_gos.push_back(scaled_same_layout(g, -1.5));
+  kiln::GeneratorState rng2 = {777, 3};
+  Result c2 = run(f, leaves(s.inputs, 0.75), rng2, other_gos);
+  Result e2 = run(s.call, leaves(s.inputs, 0.75), rng2, other_gos);
+  compare(c2, e2, "second call (cache hit)");
+
+  kiln::CompileStats st = f.stats();
+  EXPECT_EQ(st.compiles, 1);
+  EXPECT_EQ(st.cache_hits, 1);
+  if (st.eager_calls > 0) ++counts().eager_plans;
+  ++counts().forward_compared;
+  if (!e1.grads.empty()) ++counts().backward_compared;
+}
+
+class CompileOpInfo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CompileOpInfo, CompiledMatchesEager) {
+  const OpInfo& info = find_info(GetParam());
+  for (const Sample& s : info.samples()) {
+    SCOPED_TRACE(info.name + " / " + s.name);
+    try {
+      check_sample(info, s);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
+std::vector<std::string> opinfo_names() {
+  std::vector<std::string> names;
+  for (const OpInfo& info : all_opinfos())
+    names.push_back(info.name);
+  return names;
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CompileOpInfo, ::testing::ValuesIn(opinfo_names()), test_name);
+
+}  // namespace
+}  // namespace kiln_test
