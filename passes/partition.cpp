@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "kiln/passes/dce.h"
+#include "kiln/passes/min_cut.h"
 #include "kiln/runtime/error.h"
 
 namespace kiln::passes {
@@ -25,9 +26,55 @@ int64_t bytes_of(const ir::TensorType& t) {
   return t.numel() * static_cast<int64_t>(element_size(t.dtype));
 }
 
+// Cheap to run again in backward: pointwise ops and views. Matrix products, reductions and
+// random ops are never recomputed (a reduction's input is usually far larger than its result,
+// and a random op would need its generator state again).
+bool recomputable(const ir::Node* n) {
+  if (n->kind() != ir::NodeKind::Op || n->num_outputs() != 1) return false;
+  const OpDef& op = *n->op();
+  return (op.has(kPointwise) || op.has(kView)) && !op.has(kRandom) && !op.has(kInPlace);
+}
+
+// Note [Rematerialization]
+// Which forward values to save is a minimum cut (the AOTAutograd formulation). Each forward
+// value v is an edge v_in -> v_out whose capacity is its size in bytes. The source feeds every
+// value that backward cannot recompute (primals, results of non-recomputable ops); a
+// recomputable op's output is fed by its inputs' v_out; every value backward reads drains to
+// the sink. A cut separates backward from the source through saved values only, and the
+// minimum one saves the fewest bytes; the recomputable values between the cut and backward's
+// reads are run again in backward. Constants cost nothing: both graphs hold their own copy.
+std::vector<const ir::Value*> choose_saved(const std::vector<const ir::Value*>& forward_values,
+                                           const std::unordered_set<const ir::Value*>& needed) {
+  std::unordered_map<const ir::Value*, int> id;
+  for (const ir::Value* v : forward_values)
+    id.emplace(v, static_cast<int>(id.size()));
+  const int source = 0, sink = 1;
+  auto in = [&](const ir::Value* v) { return 2 + 2 * id.at(v); };
+  auto out = [&](const ir::Value* v) { return 3 + 2 * id.at(v); };
+  MinCut cut(2 + 2 * static_cast<int>(id.size()));
+  for (const ir::Value* v : forward_values) {
+    cut.add_edge(in(v), out(v), bytes_of(v->type()));
+    const ir::Node* n = v->node();
+    if (n->kind() == ir::NodeKind::Param || !recomputable(n)) {
+      cut.add_edge(source, in(v), MinCut::kInfinite);
+    } else {
+      for (const ir::Value* u : n->inputs())
+        if (id.count(u) != 0) cut.add_edge(out(u), in(v), MinCut::kInfinite);
+    }
+    if (needed.count(v) != 0) cut.add_edge(out(v), sink, MinCut::kInfinite);
+  }
+  cut.solve(source, sink);
+  std::vector<const ir::Value*> saved;
+  for (const ir::Value* v : forward_values) {
+    if (cut.on_source_side(in(v)) && !cut.on_source_side(out(v))) saved.push_back(v);
+  }
+  return saved;
+}
+
 }  // namespace
 
-Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layout) {
+Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layout,
+                                const PartitionOptions& options) {
   const size_t num_inputs = joint.inputs().size();
   const size_t num_outputs = joint.outputs().size();
   KILN_CHECK(layout.num_primals <= num_inputs && layout.num_forward_outputs <= num_outputs,
@@ -75,6 +122,32 @@ Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layou
   for (size_t i = layout.num_forward_outputs; i < num_outputs; ++i)
     save(joint.outputs()[i]);
 
+  // With rematerialization, the saved set is the minimum cut, and the forward nodes between it
+  // and backward's reads run again in backward.
+  std::unordered_set<const ir::Node*> recompute;
+  if (options.rematerialize && !saved.empty()) {
+    std::vector<const ir::Value*> forward_values;
+    for (const ir::Node* n : nodes) {
+      if (backward_nodes.count(n) != 0 || n->kind() == ir::NodeKind::Constant) continue;
+      for (size_t i = 0; i < n->num_outputs(); ++i)
+        forward_values.push_back(n->output(i));
+    }
+    saved = choose_saved(forward_values, saved_set);
+    std::unordered_set<const ir::Value*> kept(saved.begin(), saved.end());
+    std::vector<const ir::Value*> work(saved_set.begin(), saved_set.end());
+    while (!work.empty()) {
+      const ir::Value* v = work.back();
+      work.pop_back();
+      const ir::Node* n = v->node();
+      if (kept.count(v) != 0 || n->kind() == ir::NodeKind::Constant) continue;
+      KILN_CHECK(recomputable(n), "partition: the cut left {} unsaved but it cannot be recomputed",
+                 n->kind_name());
+      if (!recompute.insert(n).second) continue;
+      for (const ir::Value* u : n->inputs())
+        work.push_back(u);
+    }
+  }
+
   Partition p;
   p.forward = std::make_shared<ir::Graph>();
   p.backward = std::make_shared<ir::Graph>();
@@ -108,7 +181,8 @@ Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layou
   }
   for (const ir::Node* n : nodes) {
     if (n->kind() == ir::NodeKind::Param) continue;
-    if (backward_nodes.count(n) != 0 || n->kind() == ir::NodeKind::Constant) {
+    if (backward_nodes.count(n) != 0 || recompute.count(n) != 0 ||
+        n->kind() == ir::NodeKind::Constant) {
       copy_node(*p.backward, *n, bmap);
     }
   }

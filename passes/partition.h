@@ -28,9 +28,16 @@ struct Partition {
   int64_t saved_bytes = 0;  // per call, from the saved values' static types
 };
 
+struct PartitionOptions {
+  // Off: save every forward value backward reads. On: save a minimum-byte cut and recompute
+  // cheap pointwise and view ops in backward (Note [Rematerialization], partition.cpp).
+  bool rematerialize = true;
+};
+
 // Every node that depends on a tangent runs in backward; every other node runs in forward, and
-// the forward values that backward reads are saved (the "save what backward uses" policy).
-// Neither graph keeps dead nodes. The joint graph is not modified.
-Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layout);
+// the forward values backward needs are saved, or recomputed when that saves bytes. Neither
+// graph keeps dead nodes. The joint graph is not modified.
+Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layout,
+                                const PartitionOptions& options = {});
 
 }  // namespace kiln::passes
