@@ -151,7 +151,7 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
                                        s.plans.size() + 1, s.options.cache_limit,
                                        describe_change(s.plans.back()->signature, sig)));
   }
-  std::shared_ptr<const Plan> plan = capture_plan(s.fn, inputs, sig);
+  std::shared_ptr<const Plan> plan = capture_plan(s.fn, inputs, sig, s.options.rematerialize);
   ++s.compiles;
   s.plans.push_back(plan);
   s.last = plan;

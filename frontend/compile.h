@@ -41,6 +41,9 @@ struct CompileOptions {
   std::string debug_dir;
   // A name for logs and dumps; default "compiled_fn_<n>".
   std::string name;
+  // Recompute cheap pointwise and view ops in backward when that saves memory between forward
+  // and backward (Note [Rematerialization], passes/partition.cpp). Off: save what backward reads.
+  bool rematerialize = true;
 };
 
 struct CompileStats {            // for the most recent input signature, unless noted

@@ -159,6 +159,16 @@ void GraphTracer::note_same_value(const Tensor& copy, const Tensor& source) {
 std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tensor> inputs,
                                            const void* attrs) {
   std::string site = short_call_site();
+  if (op.has(kNonTraceable) && graph_breaks_) {
+    // A graph break (Note [Graph breaks]): the op runs eagerly, with autograd, on every call.
+    ir::OpAttrs held(op.attrs, attrs);  // the callable outlives `attrs`
+    const OpDef* def = &op;
+    return record_fallback(op.name,
+                           [def, held](const std::vector<Tensor>& in) {
+                             return call_op(*def, in, held.get());
+                           },
+                           std::vector<Tensor>(inputs.begin(), inputs.end()));
+  }
   KILN_CHECK(!op.has(kNonTraceable),
              "trace: op '{}' at {} cannot be traced (its result depends on tensor data in a way "
              "a graph cannot express); call it outside the traced function",

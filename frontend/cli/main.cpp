@@ -39,6 +39,21 @@ int run_example() {
   std::cout << "after v.select(0, 1).fill_(-1): v =\n" << v << "\n\n";
   std::cout << "sum over dim 0 = " << v.sum({0}).to_vector<int64_t>().size() << " values, total "
             << v.sum().item<int64_t>() << "\n";
+  // The same layer traced into the graph IR, then compiled with its backward.
+  std::cout << "\ntrace of sigmoid(x @ w + b), with your source lines:\n"
+            << trace([&](const std::vector<Tensor>& in) { return sigmoid(matmul(in[0], w) + b); },
+                     {x})
+                   .str();
+  Tensor wg = w.detach().requires_grad_();
+  CompiledFunction step = compile([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sigmoid(matmul(in[0], wg) + b).sum()};
+  });
+  step({x})[0].backward();
+  CompileStats st = step.stats();
+  std::cout << "\ncompiled forward + backward: " << st.forward_kernels << " forward and "
+            << st.backward_kernels << " backward ops, " << st.saved_bytes
+            << " bytes saved for backward; d(sum)/dw =\n"
+            << wg.grad() << "\n";
   try {
     (void)add(ones({2, 3}), ones({4}));
   } catch (const Error& e) {

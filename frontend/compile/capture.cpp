@@ -87,8 +87,9 @@ void count_fallbacks(const ir::Graph& g, Plan& plan) {
 }  // namespace
 
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
-                                   const Signature& signature) {
+                                   const Signature& signature, bool rematerialize) {
   auto plan = std::make_shared<Plan>();
+  plan->rematerialize = rematerialize;
   plan->signature = signature;
   GeneratorState rng_before = get_rng_state();
   plan->capture_seed = static_cast<int64_t>(rng_before.seed);
@@ -205,7 +206,8 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
       plan->forward = plan->joint->clone();
       passes::eliminate_dead_code(*plan->forward);
     } else {
-      passes::Partition p = passes::partition_joint_graph(*plan->joint, layout);
+      passes::Partition p = passes::partition_joint_graph(*plan->joint, layout,
+                                                           passes::PartitionOptions{rematerialize});
       plan->forward = p.forward;
       plan->backward = p.backward;
       plan->num_saved = p.num_saved;

@@ -51,14 +51,16 @@ struct Plan {
   int64_t capture_seed = 0;
   int64_t capture_offset = 0;
   int64_t random_blocks = 0;
+  bool rematerialize = true;
 };
 
 using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 // Note [Compile capture] (frontend/compile.h). Throws kiln::Error when fn cannot be traced for
 // another reason than a data-dependent read (which yields an eager plan).
+// `rematerialize`: passes::PartitionOptions, for this plan and its segments'.
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
-                                   const Signature& signature);
+                                   const Signature& signature, bool rematerialize = true);
 
 // Kernel, fallback and saved-byte counts of one call, summed over the steps of a segmented plan
 // (those captured so far).

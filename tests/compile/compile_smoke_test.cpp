@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/kiln.h"
+#include "kiln/runtime/op_table.h"
 
 namespace kiln {
 namespace {
@@ -116,6 +117,39 @@ TEST(CompileSmoke, DataDependentReadRunsEagerly) {
   EXPECT_EQ(f({pos})[0].to_vector<float>(), (std::vector<float>{2, 4}));
   EXPECT_EQ(f({neg})[0].to_vector<float>(), (std::vector<float>{1, 2}));
   EXPECT_EQ(f.stats().eager_calls, 2);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// An op flagged non-traceable (as an op with data-dependent output shapes would be) is a graph
+// break: it runs eagerly between compiled segments. No op of the table needs the flag today, so
+// the test flags `sign` for its duration.
+TEST(CompileSmoke, NonTraceableOpIsAGraphBreak) {
+  OpDef& sign = OpTable::instance().mutable_op("sign");
+  struct Restore {
+    OpDef& op;
+    ~Restore() { op.flags &= ~static_cast<uint32_t>(kNonTraceable); }
+  } restore{sign};
+  sign.flags |= kNonTraceable;
+  auto fn = [](const std::vector<Tensor>& in) {
+    Tensor a = in[0].exp();
+    return std::vector<Tensor>{(a.sign() * a).sum()};
+  };
+  CompiledFunction f = compile(fn);
+  for (int call = 0; call < 2; ++call) {
+    Tensor x = randn({5}).requires_grad_();
+    Tensor eager = fn({x})[0];
+    Tensor ge = autograd::grad({eager}, {x})[0];
+    Tensor compiled = f({x})[0];
+    expect_close(compiled, eager);
+    expect_close(autograd::grad({compiled}, {x})[0], ge);
+  }
+  EXPECT_GE(f.stats().fallback_ops, 1);
+  EXPECT_NE(f.dump().find("eager 'sign'"), std::string::npos) << f.dump();
 }
 
 }  // namespace
