@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "kiln/runtime/error.h"
@@ -81,8 +82,39 @@ const Options& options() {
   return o;
 }
 
+namespace {
+
+struct ActiveLogTopics {
+  std::mutex mu;
+  std::vector<std::string> topics = options().log_topics;
+};
+
+ActiveLogTopics& active_log_topics() {
+  static ActiveLogTopics active;
+  return active;
+}
+
+}  // namespace
+
+bool log_topic_enabled(std::string_view topic) {
+  ActiveLogTopics& a = active_log_topics();
+  std::lock_guard<std::mutex> lock(a.mu);
+  return std::find(a.topics.begin(), a.topics.end(), topic) != a.topics.end();
+}
+
+std::vector<std::string> set_log_topics(std::vector<std::string> topics) {
+  for (const std::string& t : topics) {
+    KILN_CHECK(std::find(std::begin(kLogTopics), std::end(kLogTopics), t) != std::end(kLogTopics),
+               "set_log_topics: unknown topic '{}'", t);
+  }
+  ActiveLogTopics& a = active_log_topics();
+  std::lock_guard<std::mutex> lock(a.mu);
+  std::swap(a.topics, topics);
+  return topics;
+}
+
 void log_line(std::string_view topic, std::string_view message) {
-  if (!options().log_enabled(topic)) return;
+  if (!log_topic_enabled(topic)) return;
   // One write per line, so lines from several threads do not interleave mid-line.
   std::string line = "[kiln:" + std::string(topic) + "] " + std::string(message) + "\n";
   std::cerr << line << std::flush;

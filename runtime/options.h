@@ -34,7 +34,13 @@ Options parse_options(const std::function<const char*(const char*)>& getenv);
 // The process's options, parsed from the environment on first use.
 const Options& options();
 
-// Writes "[kiln:topic] message" to stderr when KILN_LOGS enables the topic.
+// Writes "[kiln:topic] message" to stderr when the topic is enabled: by KILN_LOGS, or since
+// set_log_topics.
 void log_line(std::string_view topic, std::string_view message);
+bool log_topic_enabled(std::string_view topic);
+// Replaces the enabled log topics for the rest of the process (as torch._logging.set_logs
+// does), e.g. {"recompiles", "fallbacks"}; {} turns logging off. Unknown topics throw
+// kiln::Error. Returns the previously enabled topics, so a caller can restore them.
+std::vector<std::string> set_log_topics(std::vector<std::string> topics);
 
 }  // namespace kiln
