@@ -15,18 +15,11 @@ constexpr size_t kMaxAttrChars = 80;
 // A DOT quoted string holding `s` literally: Graphviz reads \" and \\ as escapes and \n, \l,
 // \N ... as line breaks and substitutions, so every backslash and quote is escaped.
 std::string escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c != '\r') {
-      out += c;
-    }
-  }
-  return out;
+  std::string kept;
+  for (char c : s)
+    if (c != '\r') kept += c;
+  std::string quoted = quote_string(kept);  // the IR text's escapes are DOT's too
+  return quoted.substr(1, quoted.size() - 2);
 }
 
 class DotWriter {
