@@ -26,7 +26,7 @@ struct Counts {
   int forward_compared = 0;
   int types_only = 0;
   int backward_compared = 0;
-  int eager_plans = 0;  // signatures compile() ran eagerly (a data-dependent read)
+  int eager_plans = 0;  // signatures compile() ran eagerly (reseeding or a data-dependent read)
 };
 Counts& counts() {
   static Counts c;
@@ -40,61 +40,18 @@ class ReportCounts : public ::testing::Environment {
     if (c.samples == 0) return;
     std::printf(
         "[compile opinfo] %d samples compiled; forward compared %d (+%d types only), backward "
-        "compared %d, each on two calls; %d ran eagerly (data-dependent)\n",
+        "compared %d, each on two calls; %d ran eagerly (the sample reseeds the generator or reads data)\n",
         c.samples, c.forward_compared, c.types_only, c.backward_compared, c.eager_plans);
   }
 };
 [[maybe_unused]] auto* const kReport =
     ::testing::AddGlobalTestEnvironment(new ReportCounts());  // gtest owns it
 
-const OpInfo& find_info(const std::string& name) {
-  for (const OpInfo& info : all_opinfos()) {
-    if (info.name == name) return info;
-  }
-  throw std::runtime_error("no OpInfo " + name);
-}
-
-// Same dtype, shape and bits (every NaN equals every NaN).
-::testing::AssertionResult identical(const Tensor& got, const Tensor& want) {
-  if (got.defined() != want.defined()) {
-    return ::testing::AssertionFailure()
-           << "compiled " << (got.defined() ? "defined" : "undefined") << ", eager "
-           << (want.defined() ? "defined" : "undefined");
-  }
-  if (!got.defined()) return ::testing::AssertionSuccess();
-  if (got.dtype() != want.dtype() || got.sizes() != want.sizes()) {
-    return ::testing::AssertionFailure() << "type " << kiln::ir::TensorType::of(got).str() << " vs "
-                                         << kiln::ir::TensorType::of(want).str();
-  }
-  RefTensor a = to_ref(got), b = to_ref(want);
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    double x = a.data[i], y = b.data[i];
-    bool same = (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0;
-    if (!same) {
-      return ::testing::AssertionFailure()
-             << "element " << i << ": compiled " << x << ", eager " << y;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 void expect_identical(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
                       const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_TRUE(identical(got[i], want[i])) << what << " " << i;
-}
-
-// `t` scaled by `factor`, in a new storage laid out exactly like t's (same strides and offset),
-// so that the second call has the first call's signature and layout.
-Tensor scaled_same_layout(const Tensor& t, double factor) {
-  const kiln::TensorImpl* impl = t.impl();
-  auto n = static_cast<int64_t>(impl->storage()->nbytes() / impl->itemsize());
-  Tensor flat(std::make_shared<kiln::TensorImpl>(impl->storage(), t.dtype(), kiln::Shape{n},
-                                                 kiln::Shape{1}, 0));
-  Tensor scaled = flat * factor;
-  return Tensor(std::make_shared<kiln::TensorImpl>(scaled.impl()->storage(), t.dtype(), t.sizes(),
-                                                   t.strides(), t.storage_offset()));
 }
 
 // Fresh leaves with the values of `inputs` scaled by `factor` (1: the same values): floating
@@ -200,7 +157,7 @@ void check_sample(const OpInfo& info, const Sample& s) {
 class CompileOpInfo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CompileOpInfo, CompiledMatchesEager) {
-  const OpInfo& info = find_info(GetParam());
+  const OpInfo& info = find_opinfo(GetParam());
   for (const Sample& s : info.samples()) {
     SCOPED_TRACE(info.name + " / " + s.name);
     try {
@@ -211,22 +168,7 @@ TEST_P(CompileOpInfo, CompiledMatchesEager) {
   }
 }
 
-std::vector<std::string> opinfo_names() {
-  std::vector<std::string> names;
-  for (const OpInfo& info : all_opinfos())
-    names.push_back(info.name);
-  return names;
-}
-
-std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, CompileOpInfo, ::testing::ValuesIn(opinfo_names()), test_name);
+INSTANTIATE_TEST_SUITE_P(Ops, CompileOpInfo, ::testing::ValuesIn(opinfo_names()), opinfo_test_name);
 
 }  // namespace
 }  // namespace kiln_test

@@ -29,13 +29,6 @@ std::vector<std::string> differentiable_infos() {
   return names;
 }
 
-const OpInfo& find_info(const std::string& name) {
-  for (const OpInfo& info : all_opinfos()) {
-    if (info.name == name) return info;
-  }
-  throw std::runtime_error("no OpInfo " + name);
-}
-
 // A sample is checked in float64 when its floating inputs are float32 or float64 (the 16-bit
 // samples would only repeat the same float64 check), finite (finite differences across inf or
 // nan mean nothing), and small enough for a full Jacobian.
@@ -57,7 +50,7 @@ bool gradcheckable(const Sample& s) {
 class OpInfoGradcheck : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpInfoGradcheck, MatchesFiniteDifferences) {
-  const OpInfo& info = find_info(GetParam());
+  const OpInfo& info = find_opinfo(GetParam());
   int checked = 0;
   for (const Sample& s : info.samples()) {
     if (!gradcheckable(s)) continue;
@@ -89,16 +82,8 @@ TEST_P(OpInfoGradcheck, MatchesFiniteDifferences) {
   EXPECT_GT(checked, 0) << info.name << " has no sample small enough for gradcheck";
 }
 
-std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(Ops, OpInfoGradcheck, ::testing::ValuesIn(differentiable_infos()),
-                         test_name);
+                         opinfo_test_name);
 
 TEST(DerivativeCoverage, EveryOpHasADerivativeOrIsMarkedNonDifferentiable) {
   for (const kiln::OpDef* op : kiln::OpTable::instance().ops()) {
@@ -111,7 +96,7 @@ TEST(DerivativeCoverage, EveryOpHasADerivativeOrIsMarkedNonDifferentiable) {
 TEST(DerivativeCoverage, EveryDifferentiableOpIsGradchecked) {
   std::set<std::string> covered;
   for (const std::string& name : differentiable_infos()) {
-    const OpInfo& info = find_info(name);
+    const OpInfo& info = find_opinfo(name);
     covered.insert(info.covers.begin(), info.covers.end());
   }
   for (const kiln::OpDef* op : kiln::OpTable::instance().ops()) {

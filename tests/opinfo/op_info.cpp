@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "kiln/ir/type.h"
+
 namespace kiln_test {
 
 std::vector<OpInfo>& registry() {
@@ -329,9 +335,6 @@ std::vector<Sample> binary_samples(
   return out;
 }
 
-}  // namespace kiln_test
-
-namespace kiln_test {
 
 RefTensor ref_zip3(const RefTensor& a, const RefTensor& b, const RefTensor& c,
                    kiln::DType out_dtype, const std::function<double(double, double, double)>& f) {
@@ -366,6 +369,59 @@ kiln::Tensor copy_with_layout(const kiln::Tensor& t, Layout layout) {
   }
   out.copy_(t);
   return out;
+}
+
+const OpInfo& find_opinfo(const std::string& name) {
+  for (const OpInfo& info : all_opinfos()) {
+    if (info.name == name) return info;
+  }
+  throw std::runtime_error("no OpInfo " + name);
+}
+
+std::vector<std::string> opinfo_names() {
+  std::vector<std::string> names;
+  for (const OpInfo& info : all_opinfos())
+    names.push_back(info.name);
+  return names;
+}
+
+std::string opinfo_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
+}
+
+::testing::AssertionResult identical(const kiln::Tensor& got, const kiln::Tensor& want) {
+  if (got.defined() != want.defined()) {
+    return ::testing::AssertionFailure()
+           << "got " << (got.defined() ? "a" : "an undefined") << " tensor, want "
+           << (want.defined() ? "a" : "an undefined") << " tensor";
+  }
+  if (!got.defined()) return ::testing::AssertionSuccess();
+  if (got.dtype() != want.dtype() || got.sizes() != want.sizes()) {
+    return ::testing::AssertionFailure() << "type " << kiln::ir::TensorType::of(got).str() << " vs "
+                                         << kiln::ir::TensorType::of(want).str();
+  }
+  RefTensor a = to_ref(got), b = to_ref(want);
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    double x = a.data[i], y = b.data[i];
+    bool same = (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0;
+    if (!same)
+      return ::testing::AssertionFailure() << "element " << i << ": got " << x << ", want " << y;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+kiln::Tensor scaled_same_layout(const kiln::Tensor& t, double factor) {
+  const kiln::TensorImpl* impl = t.impl();
+  auto n = static_cast<int64_t>(impl->storage()->nbytes() / impl->itemsize());
+  kiln::Tensor flat(std::make_shared<kiln::TensorImpl>(impl->storage(), t.dtype(), kiln::Shape{n},
+                                                       kiln::Shape{1}, 0));
+  kiln::Tensor scaled = flat * factor;
+  return kiln::Tensor(std::make_shared<kiln::TensorImpl>(
+      scaled.impl()->storage(), t.dtype(), t.sizes(), t.strides(), t.storage_offset()));
 }
 
 }  // namespace kiln_test

@@ -68,6 +68,22 @@ const std::vector<OpInfo>& all_opinfos();
 // "2x3" (or "scalar" for a 0-dim shape), for sample names.
 std::string shape_name(const kiln::Shape& s);
 
+// ---- for the suites that run every OpInfo (one parameterized test per OpInfo) ----
+
+const OpInfo& find_opinfo(const std::string& name);  // throws for an unknown name
+std::vector<std::string> opinfo_names();
+// The OpInfo's name with every non-alphanumeric character replaced, as gtest requires.
+std::string opinfo_test_name(const ::testing::TestParamInfo<std::string>& info);
+
+// Same definedness, dtype, shape and bits (every NaN equals every NaN): for paths that run the
+// same kernels as eager code (the interpreter, compiled plans), where close is not enough.
+::testing::AssertionResult identical(const kiln::Tensor& got, const kiln::Tensor& want);
+
+// `t` scaled by `factor`, in a new storage laid out exactly like t's (same strides and offset):
+// a graph is traced and a plan compiled for their inputs' layouts (reshape copies or views
+// depending on them, BLAS picks its path from them), so other values must keep the layout.
+kiln::Tensor scaled_same_layout(const kiln::Tensor& t, double factor);
+
 // Tolerances for comparing an output of dtype t with a double reference.
 std::pair<double, double> default_tolerance(kiln::DType t);
 

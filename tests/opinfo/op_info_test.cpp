@@ -8,24 +8,10 @@
 namespace kiln_test {
 namespace {
 
-std::vector<std::string> opinfo_names() {
-  std::vector<std::string> names;
-  for (const OpInfo& info : all_opinfos())
-    names.push_back(info.name);
-  return names;
-}
-
-const OpInfo& find_info(const std::string& name) {
-  for (const OpInfo& info : all_opinfos()) {
-    if (info.name == name) return info;
-  }
-  throw std::runtime_error("no OpInfo " + name);
-}
-
 class OpInfoSamples : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OpInfoSamples, MatchReference) {
-  const OpInfo& info = find_info(GetParam());
+  const OpInfo& info = find_opinfo(GetParam());
   std::vector<Sample> samples = info.samples();
   ASSERT_FALSE(samples.empty()) << info.name << " has no samples";
   for (const Sample& s : samples) {
@@ -62,15 +48,7 @@ TEST_P(OpInfoSamples, MatchReference) {
   }
 }
 
-std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, OpInfoSamples, ::testing::ValuesIn(opinfo_names()), test_name);
+INSTANTIATE_TEST_SUITE_P(Ops, OpInfoSamples, ::testing::ValuesIn(opinfo_names()), opinfo_test_name);
 
 TEST(OpInfoCoverage, EveryTableOpHasSamples) {
   std::set<std::string> covered;

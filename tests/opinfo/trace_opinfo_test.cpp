@@ -51,37 +51,12 @@ class ReportCounts : public ::testing::Environment {
 [[maybe_unused]] auto* const kReport =
     ::testing::AddGlobalTestEnvironment(new ReportCounts());  // gtest owns it
 
-const OpInfo& find_info(const std::string& name) {
-  for (const OpInfo& info : all_opinfos()) {
-    if (info.name == name) return info;
-  }
-  throw std::runtime_error("no OpInfo " + name);
-}
-
 bool covers_op_with(const OpInfo& info, kiln::OpFlag flag) {
   for (const std::string& c : info.covers) {
     const kiln::OpDef* op = kiln::OpTable::instance().find(c);
     if (op != nullptr && op->has(flag)) return true;
   }
   return false;
-}
-
-// Same dtype, shape and bits (every NaN equals every NaN).
-::testing::AssertionResult identical(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.sizes() != want.sizes()) {
-    return ::testing::AssertionFailure() << "type " << kiln::ir::TensorType::of(got).str() << " vs "
-                                         << kiln::ir::TensorType::of(want).str();
-  }
-  RefTensor a = to_ref(got), b = to_ref(want);
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    double x = a.data[i], y = b.data[i];
-    bool same = (std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0;
-    if (!same) {
-      return ::testing::AssertionFailure()
-             << "element " << i << ": interpreter " << x << ", eager " << y;
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 void expect_identical(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
@@ -104,19 +79,6 @@ void check_graph(const kiln::TracedFunction& f) {
   } catch (const std::exception& e) {
     ADD_FAILURE() << "parse: " << e.what() << "\n" << text;
   }
-}
-
-// `t` scaled by `factor`, in a new storage laid out exactly like t's (same strides and offset):
-// a graph is traced for its inputs' layouts (reshape copies or views depending on them, BLAS
-// picks its path from them), so other values must not come with another layout.
-Tensor scaled_same_layout(const Tensor& t, double factor) {
-  const kiln::TensorImpl* impl = t.impl();
-  auto n = static_cast<int64_t>(impl->storage()->nbytes() / impl->itemsize());
-  Tensor flat(std::make_shared<kiln::TensorImpl>(impl->storage(), t.dtype(), kiln::Shape{n},
-                                                 kiln::Shape{1}, 0));
-  Tensor scaled = flat * factor;
-  return Tensor(std::make_shared<kiln::TensorImpl>(scaled.impl()->storage(), t.dtype(), t.sizes(),
-                                                   t.strides(), t.storage_offset()));
 }
 
 // The same inputs with other values: floating ones scaled (a value outside an op's domain gives
@@ -254,7 +216,7 @@ void check_backward(const Sample& s) {
 class TraceOpInfo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TraceOpInfo, InterpreterMatchesEager) {
-  const OpInfo& info = find_info(GetParam());
+  const OpInfo& info = find_opinfo(GetParam());
   for (const Sample& s : info.samples()) {
     SCOPED_TRACE(info.name + " / " + s.name);
     try {
@@ -270,22 +232,7 @@ TEST_P(TraceOpInfo, InterpreterMatchesEager) {
   }
 }
 
-std::vector<std::string> opinfo_names() {
-  std::vector<std::string> names;
-  for (const OpInfo& info : all_opinfos())
-    names.push_back(info.name);
-  return names;
-}
-
-std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-}
-
-INSTANTIATE_TEST_SUITE_P(Ops, TraceOpInfo, ::testing::ValuesIn(opinfo_names()), test_name);
+INSTANTIATE_TEST_SUITE_P(Ops, TraceOpInfo, ::testing::ValuesIn(opinfo_names()), opinfo_test_name);
 
 }  // namespace
 }  // namespace kiln_test
