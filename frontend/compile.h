@@ -17,7 +17,10 @@
 // (Note [Joint graph layout], passes/partition.h). Tensors fn reads from outside its arguments
 // are constants, except those that require grad: those are lifted into extra inputs, read anew
 // on every call, so that gradients reach them (model parameters captured by a lambda). The
-// capture never writes .grad. The call then runs the new plan like any later call.
+// plan holds those tensors: update parameters in place (as optimizers do); assigning a new
+// tensor to a captured variable is not seen by plans already compiled. Outside tensors that do
+// not require grad are copied into the graph as constants when captured. The capture never
+// writes .grad. The call then runs the new plan like any later call.
 #pragma once
 
 #include <cstdint>
