@@ -335,7 +335,6 @@ std::vector<Sample> binary_samples(
   return out;
 }
 
-
 RefTensor ref_zip3(const RefTensor& a, const RefTensor& b, const RefTensor& c,
                    kiln::DType out_dtype, const std::function<double(double, double, double)>& f) {
   RefTensor out{ref_broadcast_shape(ref_broadcast_shape(a.sizes, b.sizes), c.sizes), {}, out_dtype};
@@ -419,7 +418,8 @@ kiln::Tensor scaled_same_layout(const kiln::Tensor& t, double factor) {
   auto n = static_cast<int64_t>(impl->storage()->nbytes() / impl->itemsize());
   kiln::Tensor flat(std::make_shared<kiln::TensorImpl>(impl->storage(), t.dtype(), kiln::Shape{n},
                                                        kiln::Shape{1}, 0));
-  kiln::Tensor scaled = flat * factor;
+  // Back to t's dtype: bool and integer storage must hold valid values of their own type.
+  kiln::Tensor scaled = (flat * factor).to(t.dtype());
   return kiln::Tensor(std::make_shared<kiln::TensorImpl>(
       scaled.impl()->storage(), t.dtype(), t.sizes(), t.strides(), t.storage_offset()));
 }

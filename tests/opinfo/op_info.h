@@ -79,7 +79,8 @@ std::string opinfo_test_name(const ::testing::TestParamInfo<std::string>& info);
 // same kernels as eager code (the interpreter, compiled plans), where close is not enough.
 ::testing::AssertionResult identical(const kiln::Tensor& got, const kiln::Tensor& want);
 
-// `t` scaled by `factor`, in a new storage laid out exactly like t's (same strides and offset):
+// `t` scaled by `factor` (then converted back to t's dtype), in a new storage laid out exactly
+// like t's (same strides and offset):
 // a graph is traced and a plan compiled for their inputs' layouts (reshape copies or views
 // depending on them, BLAS picks its path from them), so other values must keep the layout.
 kiln::Tensor scaled_same_layout(const kiln::Tensor& t, double factor);
