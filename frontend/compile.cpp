@@ -156,8 +156,15 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
   s.plans.push_back(plan);
   s.last = plan;
   if (plan->eager) {
-    log_line("fallbacks", fmt::format("{}: signature {} runs eagerly: {}", s.name, sig.str(),
-                                      plan->eager_reason));
+    std::string line =
+        fmt::format("{}: signature {} runs eagerly: {}", s.name, sig.str(), plan->eager_reason);
+    if (log_topic_enabled("fallbacks")) {
+      log_line("fallbacks", line);
+    } else {
+      // A whole signature losing compilation is a performance cliff: say so once, even
+      // without KILN_LOGS, as the cache-limit warning does.
+      std::cerr << "kiln: warning: " << line << "\n";
+    }
   }
   for (const std::string& why : plan->fallback_reasons)
     log_line("fallbacks", fmt::format("{}: {}", s.name, why));

@@ -75,3 +75,26 @@ TEST_F(CompileLogs, DisabledTopicsPrintNothing) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(CompileWarnings, AnEagerSignatureWarnsOnceWithoutLogs) {
+  std::vector<std::string> saved = set_log_topics({});
+  CompiledFunction f =
+      compile([](const std::vector<Tensor>& in) { return in[0] * in[0].sum().item<float>(); },
+              {.name = "reads_data"});
+  testing::internal::CaptureStderr();
+  f({ones({3})});
+  f({ones({3})});  // same signature: no second warning
+  std::string err = testing::internal::GetCapturedStderr();
+  set_log_topics(saved);
+  EXPECT_NE(err.find("kiln: warning: reads_data: signature (f32[3]) grad_mode=on runs eagerly"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("logs_test.cpp"), std::string::npos) << err;  // the item() call's line
+  EXPECT_EQ(err.find("warning", err.find("warning") + 1), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace kiln
