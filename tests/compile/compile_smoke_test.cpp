@@ -4,6 +4,7 @@
 
 #include "kiln/kiln.h"
 #include "kiln/runtime/op_table.h"
+#include "opaque_cube.h"
 
 namespace kiln {
 namespace {
@@ -66,26 +67,12 @@ TEST(CompileSmoke, BackwardAccumulatesIntoLeavesLikeEager) {
 namespace kiln {
 namespace {
 
-// An opaque custom Function (not declared traceable) that saves its input: y = x^3, with the
-// derivative 3x^2 read from the saved tensor, so a replay of a stale Node would be caught.
-struct OpaqueCube : autograd::Function<OpaqueCube> {
-  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
-    ctx->save_for_backward({x});
-    return x * x * x;
-  }
-  static autograd::variable_list backward(autograd::AutogradContext* ctx,
-                                          autograd::variable_list grads) {
-    Tensor x = ctx->get_saved_variables()[0];
-    return {grads[0] * x * x * 3.0};
-  }
-};
-
 TEST(CompileSmoke, GraphBreakAtAnOpaqueFunction) {
   manual_seed(4);
   Tensor w = randn({4, 4}).requires_grad_();
   auto fn = [&](const std::vector<Tensor>& in) {
     Tensor h = matmul(in[0], w).tanh();
-    Tensor c = OpaqueCube::apply(h);
+    Tensor c = kiln_test::OpaqueCube::apply(h);
     return std::vector<Tensor>{(c * in[0]).sum(), c.exp()};
   };
   CompiledFunction f = compile(fn);

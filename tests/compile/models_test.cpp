@@ -9,6 +9,7 @@
 #include "compile/compare.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/philox.h"
+#include "opaque_cube.h"
 
 namespace kiln_test {
 namespace {
@@ -340,18 +341,6 @@ TEST(CompileModels, ParametersUpdatedInPlaceAreReadOnEveryCall) {
   }
   EXPECT_EQ(f.stats().compiles, 1);
 }
-
-// y = x^3 with a backward the compiler cannot see into (no is_traceable).
-struct OpaqueCube : ag::Function<OpaqueCube> {
-  static Tensor forward(ag::AutogradContext* ctx, const Tensor& x) {
-    ctx->save_for_backward({x});
-    return x * x * x;
-  }
-  static ag::variable_list backward(ag::AutogradContext* ctx, ag::variable_list grads) {
-    Tensor x = ctx->get_saved_variables()[0];
-    return {grads[0] * x * x * 3.0};
-  }
-};
 
 // y = x * scale with the scale read on the host: a forward no trace can record.
 struct HostScale : ag::Function<HostScale> {

@@ -7,6 +7,7 @@
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 #include "kiln/runtime/tracing_state.h"
+#include "opaque_cube.h"
 #include "test_util.h"
 
 namespace kiln_test {
@@ -133,24 +134,14 @@ TEST(TraceBackward, InPlaceOpsInTheForward) {
   expect_same(f(other), fn(fresh(other)));
 }
 
-// An opaque custom Function: backward is a graph break.
-struct Cube : ag::Function<Cube> {
-  static Tensor forward(ag::AutogradContext* ctx, const Tensor& x) {
-    ctx->save_for_backward({x});
-    return x * x * x;
-  }
-  static ag::variable_list backward(ag::AutogradContext* ctx, ag::variable_list grads) {
-    Tensor x = ctx->get_saved_variables()[0];
-    return {grads[0] * x * x * 3.0};
-  }
-};
-
-// The same, declared traceable: its backward is recorded op by op.
+// OpaqueCube (tests/opaque_cube.h) declared traceable: its backward is recorded op by op.
 struct TraceableCube : ag::Function<TraceableCube> {
   static constexpr bool is_traceable = true;
-  static Tensor forward(ag::AutogradContext* ctx, const Tensor& x) { return Cube::forward(ctx, x); }
+  static Tensor forward(ag::AutogradContext* ctx, const Tensor& x) {
+    return OpaqueCube::forward(ctx, x);
+  }
   static ag::variable_list backward(ag::AutogradContext* ctx, ag::variable_list grads) {
-    return Cube::backward(ctx, std::move(grads));
+    return OpaqueCube::backward(ctx, std::move(grads));
   }
 };
 
@@ -162,20 +153,20 @@ std::vector<Tensor> cube_grad(const std::vector<Tensor>& x) {
 
 TEST(TraceBackward, OpaqueCustomFunctionBecomesAFallback) {
   std::vector<Tensor> ex = {input({5}, 19, true), input({5}, 20)};
-  TracedFunction f = kiln::trace(cube_grad<Cube>, ex);
+  TracedFunction f = kiln::trace(cube_grad<OpaqueCube>, ex);
   kiln::ir::verify(f.graph());
   ASSERT_EQ(count_kind(f.graph(), "prim.fallback"), 1u);
   for (const kiln::ir::Node* n : f.graph().nodes()) {
     if (n->kind() == NodeKind::Fallback) {
-      EXPECT_EQ(n->fallback().name, "Cube");
+      EXPECT_EQ(n->fallback().name, "OpaqueCube");
     }
   }
   // The fallback calls the Node recorded at trace time, whose saved tensor is the example's
   // value: the graph reproduces the gradient for inputs with that value.
   std::vector<Tensor> same = fresh(ex);
-  expect_same(f(same), cube_grad<Cube>(fresh(ex)));
+  expect_same(f(same), cube_grad<OpaqueCube>(fresh(ex)));
   // And it can run again (the Node kept its saved tensors).
-  expect_same(f(same), cube_grad<Cube>(fresh(ex)));
+  expect_same(f(same), cube_grad<OpaqueCube>(fresh(ex)));
 }
 
 TEST(TraceBackward, TraceableCustomFunctionIsRecordedOpByOp) {
@@ -222,7 +213,7 @@ TEST(TraceBackward, DeepReentrantBackwardKeepsRecording) {
   expect_not_tracing();
 }
 
-TEST(TraceBackward, BackwardIntoDotGradThrows) {
+TEST(TraceBackward, BackwardWritingDotGradThrows) {
   auto fn = [](const std::vector<Tensor>& x) {
     x[0].exp().sum().backward();
     return std::vector<Tensor>{x[0]};
