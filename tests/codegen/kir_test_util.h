@@ -1,0 +1,133 @@
+// Helpers for the kernel-IR tests: statement constructors, and a one-loop pointwise kernel
+// around a function of kir::Val operands.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/codegen/kernel_ir/kernel_interpreter.h"
+#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/codegen/kernel_ir/kernel_printer.h"
+#include "kiln/codegen/kernel_ir/kernel_verifier.h"
+#include "kiln/kiln.h"
+
+namespace kir_test {
+
+namespace kir = kiln::kir;
+
+inline kir::Stmt loop(kir::VarId v, int64_t extent, std::vector<kir::Stmt> body,
+                      kir::LoopKind kind = kir::LoopKind::Serial) {
+  kir::Stmt s;
+  s.kind = kir::StmtKind::Loop;
+  s.var = v;
+  s.extent = extent;
+  s.loop_kind = kind;
+  s.body = std::move(body);
+  return s;
+}
+
+inline kir::Stmt store(kir::BufferId b, kir::ExprId index, kir::ExprId value) {
+  kir::Stmt s;
+  s.kind = kir::StmtKind::Store;
+  s.buffer = b;
+  s.index = index;
+  s.value = value;
+  return s;
+}
+
+inline kir::Stmt let(kir::VarId v, kir::ExprId value) {
+  kir::Stmt s;
+  s.kind = kir::StmtKind::Let;
+  s.var = v;
+  s.value = value;
+  return s;
+}
+
+inline kir::Stmt accumulator(kir::VarId v, kir::ReduceOp op) {
+  kir::Stmt s;
+  s.kind = kir::StmtKind::Accumulator;
+  s.var = v;
+  s.reduce = op;
+  return s;
+}
+
+inline kir::Stmt accumulate(kir::VarId v, kir::ReduceOp op, kir::ExprId value) {
+  kir::Stmt s;
+  s.kind = kir::StmtKind::Accumulate;
+  s.var = v;
+  s.reduce = op;
+  s.value = value;
+  return s;
+}
+
+inline kir::Stmt if_(kir::ExprId cond, std::vector<kir::Stmt> body,
+                     std::vector<kir::Stmt> else_body = {}) {
+  kir::Stmt s;
+  s.kind = kir::StmtKind::If;
+  s.cond = cond;
+  s.body = std::move(body);
+  s.else_body = std::move(else_body);
+  return s;
+}
+
+using PointwiseFn = std::function<kir::Val(std::span<const kir::Val>)>;
+
+// kernel NAME(%in0, ..., %out0 out) { vector for %i in 0..n { store %out0[%i] =
+// f(to_compute(load %in0[%i], result), ...) } }: the inputs are converted as an eager kernel
+// whose result dtype is `result` converts them, and f runs in result's compute dtype.
+inline kir::Kernel pointwise_kernel(const std::string& name, const std::vector<kiln::DType>& ins,
+                                    kiln::DType result, kiln::DType out, int64_t n,
+                                    const PointwiseFn& f) {
+  kir::Kernel k;
+  k.name = name;
+  kir::Builder b(k);
+  std::vector<kir::BufferId> in_ids;
+  for (size_t i = 0; i < ins.size(); ++i)
+    in_ids.push_back(b.buffer("in" + std::to_string(i), ins[i], false, n));
+  kir::BufferId o = b.buffer("out0", out, true, n);
+  kir::VarId i = b.var("i", kiln::kInt64);
+  kir::ExprId index = b.var_ref(i);
+  kir::ExprId value;
+  {
+    kir::MathScope scope(b, kir::compute_dtype(result));
+    std::vector<kir::Val> args;
+    for (kir::BufferId id : in_ids)
+      args.push_back(kir::to_compute(kir::Val(b.load(id, index)), result));
+    value = f(args).id();
+  }
+  k.body.push_back(loop(i, n, {store(o, index, value)}, kir::LoopKind::Vector));
+  return k;
+}
+
+// Runs `k` on the inputs, writing a fresh output of `out_dtype` and shape {n}.
+inline kiln::Tensor run_pointwise(const kir::Kernel& k, const std::vector<kiln::Tensor>& ins,
+                                  kiln::DType out_dtype) {
+  int64_t n = k.buffers.back().extent;
+  kiln::Tensor out = kiln::empty({n}, kiln::TensorOptions().dtype(out_dtype));
+  std::vector<kiln::Tensor> args = ins;
+  args.push_back(out);
+  kir::run_kernel(k, args);
+  return out;
+}
+
+// Distance in units in the last place between two floats of one sign (0 when equal, NaN
+// matches NaN).
+inline int64_t ulp_distance(float a, float b) {
+  if (a != a || b != b) return (a != a && b != b) ? 0 : INT64_MAX;
+  if (a == b) return 0;
+  auto key = [](float x) {
+    int32_t i = std::bit_cast<int32_t>(x);
+    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
+  };
+  int64_t d = key(a) - key(b);
+  return d < 0 ? -d : d;
+}
+
+}  // namespace kir_test
