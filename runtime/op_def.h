@@ -15,6 +15,10 @@
 
 namespace kiln {
 
+namespace kir {
+class Val;
+}
+
 enum OpFlag : uint32_t {
   kPointwise = 1u << 0,
   kReduction = 1u << 1,
@@ -60,6 +64,13 @@ using ComputeKernel = void (*)(const OpDef& op, std::span<const Tensor> outputs,
 // A boxed kernel takes the whole call; wrapper keys (Tracer, Autograd) register these.
 using BoxedKernel = std::vector<Tensor> (*)(const OpDef& op, std::span<const Tensor> inputs,
                                             const void* attrs);
+// Pointwise ops: the op's scalar math as a kernel-IR expression (codegen/kernel_ir/kernel_ir.h),
+// built from the same math template the eager kernel instantiates. `inputs` are the operands as
+// loaded (each in its tensor's dtype) and `result` is the output's dtype; the expression converts
+// the operands as the eager kernel does and returns the value in result's compute dtype (Bool for
+// comparisons and logical ops), which the caller converts to `result` when it stores it.
+using PointwiseExpr = kir::Val (*)(const OpDef& op, std::span<const kir::Val> inputs,
+                                   const void* attrs, DType result);
 // For factories: the device named by the attributes.
 using AttrDevice = Device (*)(const void* attrs);
 
@@ -73,6 +84,7 @@ struct OpDef {
   ShapeRule shape = nullptr;
   DTypeRule dtype = nullptr;
   AttrDevice attr_device = nullptr;
+  PointwiseExpr expr = nullptr;                           // set for every fusible pointwise op
   std::array<ComputeKernel, kNumDispatchKeys> compute{};  // per backend key
   std::array<BoxedKernel, kNumDispatchKeys> boxed{};      // per key; overrides compute
 

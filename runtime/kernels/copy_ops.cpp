@@ -3,6 +3,7 @@
 // write their own outputs.
 #include <cstring>
 
+#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
@@ -79,6 +80,11 @@ void convert_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<con
   copy_into(outputs[0], inputs[0]);
 }
 
+// convert and clone: copy_into converts as cast_inputs does, which is what to_compute mirrors.
+kir::Val convert_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType result) {
+  return kir::to_compute(in[0], result);
+}
+
 DType convert_dtype(const OpDef&, std::span<const MetaRef>, const void* attrs, size_t) {
   return attrs_as<DTypeAttrs>(attrs).dtype;
 }
@@ -153,11 +159,13 @@ void register_copy_ops(OpTable& table) {
   convert.shape = rules::same_shape;
   convert.dtype = convert_dtype;
   convert.compute[cpu] = convert_kernel;
+  convert.expr = convert_expr;
 
   OpDef& clone = table.add<NoAttrs>("clone", {"self"}, kPointwise | kRecomputable, "NoAttrs");
   clone.shape = rules::same_shape;
   clone.dtype = rules::same_dtype;
   clone.compute[cpu] = convert_kernel;
+  clone.expr = convert_expr;
 
   OpDef& cat = table.add<DimAttrs>("cat", {"tensors"}, 0, "DimAttrs");
   cat.variadic = true;

@@ -20,6 +20,12 @@ void binary_nocoef_kernel(const OpDef& op, std::span<const Tensor> outputs,
   });
 }
 
+template <class Math>
+kir::Val binary_nocoef_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType result) {
+  return math_expr(
+      result, [&] { return Math()(operand_expr(in[0], result), operand_expr(in[1], result)); });
+}
+
 struct MaximumMath {
   template <class V>
   V operator()(V a, V b) const {
@@ -79,6 +85,29 @@ void compare_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   });
 }
 
+// The eager kernel compares in result_type of the operands, where a zero-dim tensor ranks below
+// a dimensioned one. The expression sees only dtypes and compares in their promote_types, which
+// is result_type except where a zero-dim operand is wider than a dimensioned one of its category
+// (a float64 zero-dim against float32). For such a comparison the caller passes the operands
+// already converted to result_type, as cast_inputs converts them.
+template <class Math>
+kir::Val compare_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType) {
+  DType compute = promote_types(in[0].dtype(), in[1].dtype());
+  kir::MathScope scope(kir::MathScope::builder(), arith_dtype(compute));
+  return Math()(operand_expr(in[0], compute), operand_expr(in[1], compute));
+}
+
+template <class Math>
+kir::Val compare_scalar_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs, DType) {
+  const Scalar& other = attrs_as<ScalarOtherAttrs>(attrs).other;
+  // With a single tensor operand its rank plays no part in result_type.
+  MetaRef self;
+  self.dtype = in[0].dtype();
+  DType compute = result_type(std::span(&self, 1), &other);
+  kir::MathScope scope(kir::MathScope::builder(), arith_dtype(compute));
+  return Math()(operand_expr(in[0], compute), scalar_expr(other, compute));
+}
+
 template <class Math>
 void def_compare(OpTable& table, const std::string& name) {
   OpDef& t = table.add<NoAttrs>(name, {"self", "other"},
@@ -86,6 +115,7 @@ void def_compare(OpTable& table, const std::string& name) {
   t.shape = rules::broadcast_shape;
   t.dtype = bool_dtype;
   t.compute[kCpuKey] = compare_kernel<Math>;
+  t.expr = compare_expr<Math>;
 
   OpDef& s = table.add<ScalarOtherAttrs>(name + "_scalar", {"self"},
                                          kPointwise | kRecomputable | kNonDifferentiable,
@@ -93,6 +123,7 @@ void def_compare(OpTable& table, const std::string& name) {
   s.shape = rules::same_shape;
   s.dtype = bool_dtype;
   s.compute[kCpuKey] = compare_scalar_kernel<Math>;
+  s.expr = compare_scalar_expr<Math>;
 }
 
 // ---- logical ops: any dtype, nonzero is true, Bool output ----
@@ -116,6 +147,17 @@ void logical_not_kernel(const OpDef&, std::span<const Tensor> outputs,
   unary_loop<bool, bool>(it, [](bool a) { return math::logical_not(a); });
 }
 
+// The operands converted to Bool as cast_inputs(inputs, kBool) converts them.
+kir::Val logical_and_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType) {
+  return math::logical_and(kir::to_compute(in[0], kBool), kir::to_compute(in[1], kBool));
+}
+kir::Val logical_or_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType) {
+  return math::logical_or(kir::to_compute(in[0], kBool), kir::to_compute(in[1], kBool));
+}
+kir::Val logical_not_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType) {
+  return math::logical_not(kir::to_compute(in[0], kBool));
+}
+
 // ---- where(cond, self, other) ----
 
 DType where_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
@@ -136,6 +178,11 @@ void where_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<co
     nary_loop<T, bool, T, T>(
         it, [](bool c, compute_t<T> a, compute_t<T> b) { return math::where(c, a, b); });
   });
+}
+
+// Only selects, so even bool values stay bool; the condition is used as loaded (a Bool tensor).
+kir::Val where_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType result) {
+  return math::where(in[0], kir::to_compute(in[1], result), kir::to_compute(in[2], result));
 }
 
 // ---- masked_fill(self, mask, value) ----
@@ -175,15 +222,29 @@ void masked_fill_kernel(const OpDef& op, std::span<const Tensor> outputs,
   });
 }
 
+// self already has the result dtype; the mask is used as loaded (a Bool tensor).
+kir::Val masked_fill_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs,
+                          DType result) {
+  const Scalar& value = attrs_as<MaskedFillAttrs>(attrs).value;
+  return math::masked_fill(kir::to_compute(in[0], result), in[1], scalar_const(value, result));
+}
+
 }  // namespace
 
 void register_pointwise_compare_ops(OpTable& table) {
-  for (auto [name, kernel] : {std::pair{"maximum", &binary_nocoef_kernel<MaximumMath>},
-                              std::pair{"minimum", &binary_nocoef_kernel<MinimumMath>}}) {
-    OpDef& m = table.add<NoAttrs>(name, {"self", "other"}, kPointwise | kRecomputable, "NoAttrs");
+  struct MaxMin {
+    const char* name;
+    ComputeKernel kernel;
+    PointwiseExpr expr;
+  };
+  for (MaxMin f :
+       {MaxMin{"maximum", binary_nocoef_kernel<MaximumMath>, binary_nocoef_expr<MaximumMath>},
+        MaxMin{"minimum", binary_nocoef_kernel<MinimumMath>, binary_nocoef_expr<MinimumMath>}}) {
+    OpDef& m = table.add<NoAttrs>(f.name, {"self", "other"}, kPointwise | kRecomputable, "NoAttrs");
     m.shape = rules::broadcast_shape;
     m.dtype = unary_dtype_rule<Promote::Same>;
-    m.compute[kCpuKey] = kernel;
+    m.compute[kCpuKey] = f.kernel;
+    m.expr = f.expr;
   }
 
   def_compare<EqMath>(table, "eq");
@@ -198,26 +259,31 @@ void register_pointwise_compare_ops(OpTable& table) {
   land.shape = rules::broadcast_shape;
   land.dtype = bool_dtype;
   land.compute[kCpuKey] = logical_and_kernel;
+  land.expr = logical_and_expr;
   OpDef& lor = table.add<NoAttrs>("logical_or", {"self", "other"}, kLogical, "NoAttrs");
   lor.shape = rules::broadcast_shape;
   lor.dtype = bool_dtype;
   lor.compute[kCpuKey] = logical_or_kernel;
+  lor.expr = logical_or_expr;
   OpDef& lnot = table.add<NoAttrs>("logical_not", {"self"}, kLogical, "NoAttrs");
   lnot.shape = rules::same_shape;
   lnot.dtype = bool_dtype;
   lnot.compute[kCpuKey] = logical_not_kernel;
+  lnot.expr = logical_not_expr;
 
   OpDef& where = table.add<NoAttrs>("where", {"condition", "self", "other"},
                                     kPointwise | kRecomputable, "NoAttrs");
   where.shape = rules::broadcast_shape;
   where.dtype = where_dtype;
   where.compute[kCpuKey] = where_kernel;
+  where.expr = where_expr;
 
   OpDef& mf = table.add<MaskedFillAttrs>("masked_fill", {"self", "mask"},
                                          kPointwise | kRecomputable, "MaskedFillAttrs");
   mf.shape = masked_fill_shape;
   mf.dtype = masked_fill_dtype;
   mf.compute[kCpuKey] = masked_fill_kernel;
+  mf.expr = masked_fill_expr;
 
   OpDef& mf_ =
       table.add<MaskedFillAttrs>("masked_fill_", {"self", "mask"}, kInPlace, "MaskedFillAttrs");

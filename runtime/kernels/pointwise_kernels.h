@@ -1,6 +1,7 @@
 // Building blocks shared by the pointwise op family (pointwise_*_ops.cpp): dtype rules, the
-// generic kernels that instantiate the math of runtime/pointwise_math.h per dtype, and the
-// registration entry points of the family's files (all called from register_pointwise_ops).
+// generic kernels that instantiate the math of runtime/pointwise_math.h per dtype, the same
+// math instantiated with kir::Val for OpDef::expr, and the registration entry points of the
+// family's files (all called from register_pointwise_ops).
 #pragma once
 
 #include <array>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/op_rules.h"
@@ -183,6 +185,74 @@ void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
   });
 }
 
+// ---- the same math as kernel-IR expressions (OpDef::expr) ----
+
+// The dtype an expression carries `result`'s arithmetic out in: the eager kernel's compute_t,
+// except bool, which C++ promotes to int in the math's `a + alpha * b` or `b < a` before the
+// value is converted back to bool.
+inline DType arith_dtype(DType result) {
+  DType c = kir::compute_dtype(result);
+  return c == kBool ? kInt32 : c;
+}
+
+// An operand as the eager kernel's math sees it: converted to the result dtype (cast_inputs),
+// then to its compute type.
+inline kir::Val operand_expr(kir::Val x, DType result) {
+  return kir::cast(kir::to_compute(x, result), arith_dtype(result));
+}
+
+// A scalar attribute as the eager kernel converts it: rounded to compute_t of the result's C++
+// type (Scalar::to), so a float32 op sees alpha as a float and an int64 op keeps all 64 bits.
+inline kir::Val scalar_const(const Scalar& s, DType result) {
+  kir::Builder& b = kir::MathScope::builder();
+  return KILN_DISPATCH_ALL(result, "scalar_const", [&]<class T>() -> kir::Val {
+    using C = compute_t<T>;
+    C v = s.to<C>();
+    if constexpr (std::is_floating_point_v<C>) {
+      return b.constant(static_cast<double>(v), dtype_of<C>);
+    } else {
+      return b.iconstant(static_cast<int64_t>(v), dtype_of<C>);
+    }
+  });
+}
+
+// A scalar operand of the math (alpha, a clamp bound), in the arithmetic dtype.
+inline kir::Val scalar_expr(const Scalar& s, DType result) {
+  return kir::cast(scalar_const(s, result), arith_dtype(result));
+}
+
+// Builds `math()` with the constants it spells (`V(0.5)`) in the arithmetic dtype of `result`,
+// and returns its value in result's compute dtype.
+template <class F>
+kir::Val math_expr(DType result, const F& math) {
+  kir::MathScope scope(kir::MathScope::builder(), arith_dtype(result));
+  return kir::cast(math(), kir::compute_dtype(result));
+}
+
+template <class Math>
+kir::Val unary_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType result) {
+  return math_expr(result, [&] { return Math{}(operand_expr(in[0], result)); });
+}
+
+template <class Math>
+kir::Val binary_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs, DType result) {
+  const auto& a = attrs_as<AlphaAttrs>(attrs);
+  return math_expr(result, [&] {
+    return Math()(operand_expr(in[0], result), operand_expr(in[1], result),
+                  scalar_expr(a.alpha, result));
+  });
+}
+
+template <class Math>
+kir::Val scalar_operand_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs,
+                             DType result) {
+  const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
+  return math_expr(result, [&] {
+    return Math()(operand_expr(in[0], result), scalar_expr(a.other, result),
+                  scalar_expr(a.alpha, result));
+  });
+}
+
 inline std::vector<MetaRef> metas_of(std::span<const Tensor> inputs) {
   std::vector<MetaRef> m;
   m.reserve(inputs.size());
@@ -238,6 +308,7 @@ void def_unary(OpTable& table, const std::string& name) {
   u.shape = rules::same_shape;
   u.dtype = unary_dtype_rule<P>;
   u.compute[kCpuKey] = unary_kernel<Math>;
+  u.expr = unary_expr<Math>;
 }
 
 }  // namespace kiln::pointwise

@@ -59,6 +59,18 @@ void pow_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   });
 }
 
+kir::Val pow_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType result) {
+  return math_expr(
+      result, [&] { return math::pow_(operand_expr(in[0], result), operand_expr(in[1], result)); });
+}
+
+kir::Val pow_scalar_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs,
+                         DType result) {
+  const Scalar& e = attrs_as<ScalarOtherAttrs>(attrs).other;
+  return math_expr(result,
+                   [&] { return math::pow_(operand_expr(in[0], result), scalar_expr(e, result)); });
+}
+
 // ---- gelu ----
 
 DType gelu_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs, size_t) {
@@ -77,6 +89,13 @@ void gelu_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<con
   } else {
     unary_kernel<GeluErfMath>(op, outputs, inputs, attrs);
   }
+}
+
+kir::Val gelu_expr(const OpDef& op, std::span<const kir::Val> in, const void* attrs, DType result) {
+  if (attrs_as<GeluAttrs>(attrs).approximate == "tanh") {
+    return unary_expr<GeluTanhMath>(op, in, attrs, result);
+  }
+  return unary_expr<GeluErfMath>(op, in, attrs, result);
 }
 
 // ---- clamp ----
@@ -116,6 +135,18 @@ void clamp_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<co
   });
 }
 
+kir::Val clamp_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs, DType result) {
+  const auto& a = attrs_as<ClampAttrs>(attrs);
+  return math_expr(result, [&] {
+    kir::Val x = operand_expr(in[0], result);
+    if (a.min && a.max) {
+      return math::clamp(x, scalar_expr(*a.min, result), scalar_expr(*a.max, result));
+    }
+    if (a.min) return math::clamp_min(x, scalar_expr(*a.min, result));
+    return math::clamp_max(x, scalar_expr(*a.max, result));
+  });
+}
+
 }  // namespace
 
 void register_pointwise_math_ops(OpTable& table) {
@@ -135,22 +166,26 @@ void register_pointwise_math_ops(OpTable& table) {
   pow.shape = rules::broadcast_shape;
   pow.dtype = pow_dtype;
   pow.compute[kCpuKey] = pow_kernel;
+  pow.expr = pow_expr;
 
   OpDef& pow_s = table.add<ScalarOtherAttrs>("pow_scalar", {"self"}, kPointwise | kRecomputable,
                                              "ScalarOtherAttrs");
   pow_s.shape = rules::same_shape;
   pow_s.dtype = pow_scalar_dtype;
   pow_s.compute[kCpuKey] = pow_scalar_kernel;
+  pow_s.expr = pow_scalar_expr;
 
   OpDef& gelu = table.add<GeluAttrs>("gelu", {"self"}, kPointwise | kRecomputable, "GeluAttrs");
   gelu.shape = rules::same_shape;
   gelu.dtype = gelu_dtype;
   gelu.compute[kCpuKey] = gelu_kernel;
+  gelu.expr = gelu_expr;
 
   OpDef& clamp = table.add<ClampAttrs>("clamp", {"self"}, kPointwise | kRecomputable, "ClampAttrs");
   clamp.shape = rules::same_shape;
   clamp.dtype = clamp_dtype;
   clamp.compute[kCpuKey] = clamp_kernel;
+  clamp.expr = clamp_expr;
 
   OpDef& clamp_ = table.add<ClampAttrs>("clamp_", {"self"}, kInPlace, "ClampAttrs");
   clamp_.shape = rules::same_shape;

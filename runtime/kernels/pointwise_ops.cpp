@@ -41,12 +41,14 @@ void def_binary(OpTable& table, const std::string& name) {
   t.shape = rules::broadcast_shape;
   t.dtype = binary_dtype_rule<P>;
   t.compute[static_cast<int>(DispatchKey::CPU)] = binary_kernel<Math>;
+  t.expr = binary_expr<Math>;
 
   OpDef& s = table.add<ScalarOperandAttrs>(name + "_scalar", {"self"}, kPointwise | kRecomputable,
                                            "ScalarOperandAttrs");
   s.shape = rules::same_shape;
   s.dtype = scalar_dtype_rule<P>;
   s.compute[static_cast<int>(DispatchKey::CPU)] = scalar_kernel<Math>;
+  s.expr = scalar_operand_expr<Math>;
 
   // In-place forms: self op= other, with other broadcast to self (Note [In-place ops]).
   OpDef& ti = table.add<AlphaAttrs>(name + "_", {"self", "other"}, kInPlace, "AlphaAttrs");
