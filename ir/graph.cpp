@@ -38,6 +38,18 @@ void Value::replace_all_uses_with(Value* v) {
   }
 }
 
+size_t Value::replace_node_uses_with(Value* v) {
+  if (v == this) return 0;
+  std::vector<Use> uses = uses_;  // the loop edits uses_
+  size_t moved = 0;
+  for (const Use& u : uses) {
+    if (u.user == nullptr) continue;
+    u.user->replace_input(u.index, v);
+    ++moved;
+  }
+  return moved;
+}
+
 void Value::remove_use(const Use& use) {
   auto it = std::find(uses_.begin(), uses_.end(), use);
   if (it != uses_.end()) uses_.erase(it);
@@ -241,6 +253,7 @@ Node* Graph::create_copy(const Node& n, std::span<Value* const> inputs) {
   copy->op_attrs_ = n.op_attrs_;
   copy->constant_ = n.constant_;
   if (n.fusion_group_.subgraph) copy->fusion_group_.subgraph = n.fusion_group_.subgraph->clone();
+  copy->fusion_group_.kernel = n.fusion_group_.kernel;
   copy->fallback_ = n.fallback_;
   copy->call_site_ = n.call_site_;
   return append(std::move(copy));

@@ -14,6 +14,10 @@
 #include "kiln/runtime/op_def.h"
 #include "kiln/runtime/tensor.h"
 
+namespace kiln::kir {
+struct Kernel;
+}
+
 namespace kiln::ir {
 
 class Graph;
@@ -45,6 +49,10 @@ class Value {
 
   // Points every use (node inputs and graph outputs) at `v` instead.
   void replace_all_uses_with(Value* v);
+  // Points the uses by nodes at `v`, leaving graph outputs on this value (a rewrite must not
+  // hand the graph's caller an input, a constant or another output in place of a fresh tensor).
+  // Returns how many uses moved.
+  size_t replace_node_uses_with(Value* v);
 
  private:
   friend class Node;
@@ -95,6 +103,9 @@ struct ConstantAttrs {
 };
 struct FusionGroupAttrs {
   std::shared_ptr<Graph> subgraph;  // its inputs bind to the node's inputs, in order
+  // The subgraph lowered to one kernel (passes/lower_fusion_group.h); null until lowered, and
+  // for groups read back from text. Arguments: the node's inputs, then its outputs.
+  std::shared_ptr<const kir::Kernel> kernel;
 };
 using FallbackFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 struct FallbackAttrs {

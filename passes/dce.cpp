@@ -1,5 +1,7 @@
 #include "kiln/passes/dce.h"
 
+#include <algorithm>
+
 namespace kiln::passes {
 namespace {
 
@@ -25,6 +27,24 @@ bool is_dead(const ir::Node* n) {
 }
 
 }  // namespace
+
+std::vector<const ir::Node*> erase_if_dead(ir::Graph& graph, ir::Node* node) {
+  std::vector<const ir::Node*> erased;
+  std::vector<ir::Node*> work{node};
+  while (!work.empty()) {
+    ir::Node* n = work.back();
+    work.pop_back();
+    // A node reading the same value twice is queued twice; the second visit finds it erased.
+    if (std::find(erased.begin(), erased.end(), n) != erased.end() || !is_dead(n)) continue;
+    std::vector<ir::Node*> producers;
+    for (const ir::Value* v : n->inputs())
+      producers.push_back(v->node());
+    graph.erase(n);
+    erased.push_back(n);
+    work.insert(work.end(), producers.begin(), producers.end());
+  }
+  return erased;
+}
 
 bool eliminate_dead_code(ir::Graph& graph) {
   bool changed = false;

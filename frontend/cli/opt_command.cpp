@@ -27,7 +27,7 @@ void opt_usage(std::ostream& os) {
         "  -h, --help          show this message\n\n"
         "passes:\n";
   for (const passes::PassInfo& p : passes::all_passes())
-    os << "  " << p.name << std::string(p.name.size() < 18 ? 18 - p.name.size() : 1, ' ')
+    os << "  " << p.name << std::string(p.name.size() < 20 ? 20 - p.name.size() : 1, ' ')
        << p.summary << "\n";
 }
 
