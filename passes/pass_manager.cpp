@@ -4,9 +4,15 @@
 
 #include <ostream>
 
+#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/ir/verifier.h"
+#include "kiln/passes/canonicalize_views.h"
+#include "kiln/passes/constant_fold.h"
 #include "kiln/passes/cse.h"
 #include "kiln/passes/dce.h"
+#include "kiln/passes/lower_fusion_group.h"
+#include "kiln/passes/propagate_types.h"
+#include "kiln/passes/simplify.h"
 #include "kiln/runtime/error.h"
 
 namespace kiln::passes {
@@ -30,6 +36,40 @@ bool cse_pass(ir::Graph& g, PassContext&) {
   return eliminate_common_subexpressions(g);
 }
 
+bool simplify_pass(ir::Graph& g, PassContext&) {
+  return simplify(g);
+}
+
+bool constant_fold_pass(ir::Graph& g, PassContext&) {
+  return fold_constants(g);
+}
+
+bool propagate_types_pass(ir::Graph& g, PassContext&) {
+  return propagate_types(g);
+}
+
+bool canonicalize_views_pass(ir::Graph& g, PassContext&) {
+  return canonicalize_views(g);
+}
+
+bool fuse_pass(ir::Graph& g, PassContext& ctx) {
+  return fuse(g, ctx.fusion);
+}
+
+bool lower_pass(ir::Graph& g, PassContext&) {
+  return lower_fusion_groups(g);
+}
+
+// Prints the kernel IR of every lowered fusion group (`kiln opt
+// --passes=fuse,lower,print-kernels`).
+bool print_kernels_pass(ir::Graph& g, PassContext& ctx) {
+  if (ctx.out == nullptr) return false;
+  for (const ir::Node* n : g.nodes())
+    if (n->kind() == ir::NodeKind::FusionGroup && n->fusion_group().kernel)
+      *ctx.out << n->fusion_group().kernel->str();
+  return false;
+}
+
 std::vector<std::string> pass_names() {
   std::vector<std::string> names;
   for (const PassInfo& p : all_passes())
@@ -46,6 +86,18 @@ const std::vector<PassInfo>& all_passes() {
       {"print", "print the graph as it is at this point of the pipeline", print_pass},
       {"dce", "remove nodes whose results are unused", dce_pass},
       {"cse", "merge nodes that compute the same op on the same inputs", cse_pass},
+      {"simplify", "algebraic rewrites (x*1, x+0, neg(neg(x)), view chains, ...) that keep types",
+       simplify_pass},
+      {"constant_fold", "evaluate ops on constants once and store the result (up to 64 KiB)",
+       constant_fold_pass},
+      {"propagate_types", "recompute op outputs' shapes, dtypes and requires_grad from inputs",
+       propagate_types_pass},
+      {"canonicalize_views", "collapse view chains to one op, drop identity views, fix strides",
+       canonicalize_views_pass},
+      {"fuse", "group pointwise ops and reductions into prim.fusion_group nodes, one kernel each",
+       fuse_pass},
+      {"lower", "lower each fusion group to one kernel-IR kernel and verify it", lower_pass},
+      {"print-kernels", "print the kernel IR of the lowered fusion groups", print_kernels_pass},
   };
   return passes;
 }

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "kiln/ir/graph.h"
+#include "kiln/passes/fuse.h"
 
 namespace kiln::passes {
 
 struct PassContext {
-  std::ostream* out = nullptr;  // where `print` writes (kiln opt: stdout)
+  std::ostream* out = nullptr;  // where `print` and `print-kernels` write (kiln opt: stdout)
+  FusionOptions fusion;         // for `fuse`
 };
 
 using PassFn = bool (*)(ir::Graph& graph, PassContext& ctx);

@@ -1,0 +1,383 @@
+#include "kiln/passes/lower_fusion_group.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "kiln/codegen/kernel_ir/kernel_verifier.h"
+#include "kiln/passes/fusion_space.h"
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/reduction_attrs.h"
+#include "kiln/runtime/op_def.h"
+#include "kiln/runtime/type_promotion.h"
+
+namespace kiln::passes {
+namespace {
+
+using kir::ExprId;
+using kir::Stmt;
+using kir::VarId;
+
+// Elements addressable from a value's first element: the kernel-IR verifier's bound.
+int64_t buffer_extent(const ir::TensorType& t) {
+  if (t.numel() == 0) return 0;
+  Shape strides = t.effective_strides();
+  int64_t e = 1;
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    e += (t.sizes[d] - 1) * strides[d];
+  return e;
+}
+
+bool is_tensor_comparison(const ir::Node& n) {
+  static constexpr std::string_view kOps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return std::find(std::begin(kOps), std::end(kOps), n.op()->name) != std::end(kOps);
+}
+
+struct Geometry {
+  const ir::Value* root;
+  Shape sizes;
+  Shape strides;
+  int64_t offset;
+};
+
+class Lowering {
+ public:
+  Lowering(const ir::Graph& g, std::string name) : g_(g) { k_.name = std::move(name); }
+
+  kir::Kernel run() {
+    std::vector<const ir::Node*> members;
+    for (const ir::Node* n : g_.nodes())
+      if (n->kind() != ir::NodeKind::Param) members.push_back(n);
+    std::string why;
+    auto is_member = [](const ir::Node* n) { return n->kind() != ir::NodeKind::Param; };
+    std::optional<GroupAnalysis> a = analyze_group(members, is_member, &why);
+    KILN_CHECK(a.has_value(), "lower {}: the fusion group is not one kernel: {}", k_.name, why);
+    a_ = std::move(*a);
+    declare_buffers();
+    dim_vars_.assign(a_.space.full.size(), -1);
+
+    std::vector<Stmt> kbody;
+    std::vector<std::pair<size_t, VarId>> kept_loops = make_vars(false, "i");
+    for (const ir::Node* n : members)
+      lower_kept_member(*n, kbody);
+    for (size_t j = 0; j < g_.outputs().size(); ++j)
+      if (role(g_.outputs()[j]) == SpaceRole::Kept) kbody.push_back(store(j, SpaceRole::Kept));
+    std::vector<size_t> full_outputs;
+    for (size_t j = 0; j < g_.outputs().size(); ++j)
+      if (role(g_.outputs()[j]) == SpaceRole::Full) full_outputs.push_back(j);
+    if (!full_outputs.empty()) {
+      std::vector<std::pair<size_t, VarId>> loops = make_vars(true, "r");
+      memo_.clear();
+      std::vector<Stmt> body;
+      for (size_t j : full_outputs)
+        body.push_back(store(j, SpaceRole::Full));
+      for (Stmt& s : wrap(std::move(body), loops, false, true))
+        kbody.push_back(std::move(s));
+    }
+    bool pointwise = !a_.space.has_reduction();
+    k_.body = wrap(std::move(kbody), kept_loops, true, pointwise);
+    return std::move(k_);
+  }
+
+ private:
+  // ---- buffers and roles ----
+  void declare_buffers() {
+    for (size_t i = 0; i < g_.inputs().size(); ++i) {
+      const ir::TensorType& t = g_.input(i)->type();
+      buffers_[g_.input(i)] = b_.buffer(fmt::format("in{}", i), t.dtype, false, buffer_extent(t));
+    }
+    for (size_t j = 0; j < g_.outputs().size(); ++j) {
+      const ir::TensorType& t = g_.outputs()[j]->type();
+      out_buffers_.push_back(b_.buffer(fmt::format("out{}", j), t.dtype, true, buffer_extent(t)));
+      SpaceRole r = role(g_.outputs()[j]).value_or(SpaceRole::ExtView);
+      KILN_CHECK(r != SpaceRole::ExtView,
+                 "lower {}: output {} is not computed in the group (a view of an input)", k_.name,
+                 j);
+    }
+  }
+
+  std::optional<SpaceRole> role(const ir::Value* v) const {
+    auto it = a_.roles.find(v);
+    return it == a_.roles.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  Geometry geometry(const ir::Value* v) const {
+    auto it = a_.views.find(v);
+    if (it != a_.views.end())
+      return {it->second.root, it->second.sizes, it->second.strides, it->second.offset};
+    return {v, v->type().sizes, v->type().effective_strides(), 0};
+  }
+
+  // ---- loops ----
+  // Fresh loop variables for the kept (reduced = false) or reduced dims of size > 1.
+  std::vector<std::pair<size_t, VarId>> make_vars(bool reduced, const char* prefix) {
+    std::vector<std::pair<size_t, VarId>> loops;
+    int nest = reduced ? reduction_nests_++ : 0;
+    for (size_t d = 0; d < a_.space.full.size(); ++d) {
+      if (a_.space.reduced[d] != reduced || a_.space.full[d] == 1) continue;
+      std::string name =
+          nest == 0 ? fmt::format("{}{}", prefix, d) : fmt::format("{}{}_{}", prefix, d, nest);
+      VarId v = b_.var(std::move(name), kInt64);
+      dim_vars_[d] = v;
+      loops.emplace_back(d, v);
+    }
+    return loops;
+  }
+
+  std::vector<Stmt> wrap(std::vector<Stmt> body, const std::vector<std::pair<size_t, VarId>>& loops,
+                         bool parallel_outer, bool vector_inner) {
+    for (size_t q = loops.size(); q-- > 0;) {
+      Stmt loop;
+      loop.kind = kir::StmtKind::Loop;
+      loop.var = loops[q].second;
+      loop.extent = a_.space.full[loops[q].first];
+      if (q == 0 && parallel_outer) {
+        loop.loop_kind = kir::LoopKind::Parallel;
+      } else if (q + 1 == loops.size() && vector_inner) {
+        loop.loop_kind = kir::LoopKind::Vector;
+      }
+      loop.body = std::move(body);
+      body.clear();
+      body.push_back(std::move(loop));
+    }
+    return body;
+  }
+
+  ExprId coord(size_t d) { return dim_vars_[d] < 0 ? b_.iconstant(0) : b_.var_ref(dim_vars_[d]); }
+
+  // The coordinates, in sizes `shape`, of the current point of `space`: the loop variables
+  // when `shape` is the space's own, else the point's row-major position unflattened.
+  std::vector<ExprId> coords(const Shape& shape, SpaceRole space) {
+    Shape base = space == SpaceRole::Full ? a_.space.full : a_.space.kept_keepdim();
+    std::vector<ExprId> c(shape.size());
+    if (shape == base) {
+      for (size_t d = 0; d < shape.size(); ++d)
+        c[d] = base[d] == 1 ? b_.iconstant(0) : coord(d);
+      return c;
+    }
+    Shape bs = contiguous_strides(base);
+    ExprId linear = b_.iconstant(0);
+    for (size_t d = 0; d < base.size(); ++d) {
+      if (base[d] == 1) continue;
+      linear = b_.binary(kir::BinaryOp::Add, linear,
+                         b_.binary(kir::BinaryOp::Mul, coord(d), b_.iconstant(bs[d])));
+    }
+    Shape ss = contiguous_strides(shape);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) {
+        c[d] = b_.iconstant(0);
+        continue;
+      }
+      ExprId q = b_.binary(kir::BinaryOp::Div, linear, b_.iconstant(ss[d]));
+      c[d] = d == 0 ? q : b_.binary(kir::BinaryOp::Rem, q, b_.iconstant(shape[d]));
+    }
+    return c;
+  }
+
+  // Element index of geometry `g` read (or written) at coordinates `c` of a shape `g` broadcasts
+  // to (right-aligned; broadcast dims read index 0).
+  ExprId index(const Geometry& g, const std::vector<ExprId>& c) {
+    ExprId idx = b_.iconstant(g.offset);
+    size_t lead = c.size() - g.sizes.size();
+    for (size_t d = 0; d < g.sizes.size(); ++d) {
+      if (g.sizes[d] == 1) continue;
+      idx = b_.binary(kir::BinaryOp::Add, idx,
+                      b_.binary(kir::BinaryOp::Mul, c[lead + d], b_.iconstant(g.strides[d])));
+    }
+    return idx;
+  }
+
+  // ---- values ----
+  // Input `u` of a member whose output has sizes `shape`, computed in `space`.
+  ExprId operand(const ir::Value* u, const Shape& shape, SpaceRole space) {
+    std::optional<SpaceRole> r = role(u);
+    if (!r || *r == SpaceRole::ExtView) {
+      Geometry g = geometry(u);
+      KILN_CHECK(g.sizes.size() <= shape.size(), "lower {}: operand of rank {} read at rank {}",
+                 k_.name, g.sizes.size(), shape.size());
+      return b_.load(buffers_.at(g.root), index(g, coords(shape, space)));
+    }
+    if (*r == SpaceRole::Kept) return kept_.at(u);
+    KILN_CHECK(space == SpaceRole::Full, "lower {}: a full-space value read per kept point",
+               k_.name);
+    return full_value(u);
+  }
+
+  ExprId full_value(const ir::Value* v) {
+    auto it = memo_.find(v);
+    if (it != memo_.end()) return it->second;
+    const ir::Node& n = *v->node();
+    ExprId e = n.op()->has(kView) ? operand(n.input(0), v->type().sizes, SpaceRole::Full)
+                                  : compute(n, SpaceRole::Full);
+    memo_[v] = e;
+    return e;
+  }
+
+  // A pointwise member's value: its op's expression (OpDef::expr) over its operands, rounded to
+  // its dtype as the eager kernel's store rounds it.
+  ExprId compute(const ir::Node& n, SpaceRole space) {
+    const ir::TensorType& out = n.output(0)->type();
+    std::vector<kir::Val> args;
+    for (const ir::Value* u : n.inputs())
+      args.emplace_back(operand(u, out.sizes, space));
+    if (is_tensor_comparison(n)) {
+      // Eager compares in result_type, where a zero-dim operand ranks below a dimensioned one
+      // (f32[N] == f64[] compares in f32); the expression sees only dtypes, so convert first.
+      std::vector<MetaRef> metas;
+      for (const ir::Value* u : n.inputs())
+        metas.push_back(MetaRef{u->type().sizes, {}, 0, u->type().dtype, u->type().device});
+      DType promoted = result_type(metas);
+      for (kir::Val& a : args)
+        a = kir::Val(b_.cast(a.id(), promoted));
+    }
+    kir::MathScope scope(b_, kir::compute_dtype(out.dtype));
+    kir::Val r = n.op()->expr(*n.op(), args, n.attrs(), out.dtype);
+    return b_.cast(r.id(), out.dtype);
+  }
+
+  // ---- per kept point ----
+  void lower_kept_member(const ir::Node& n, std::vector<Stmt>& kbody) {
+    const ir::Value* v = n.output(0);
+    if (role(v) != SpaceRole::Kept) return;
+    if (n.op()->has(kView)) {
+      kept_[v] = kept_.at(n.input(0));
+      return;
+    }
+    ExprId e = is_fusible_reduction(n) ? reduce(n, kbody) : compute(n, SpaceRole::Kept);
+    // Variables hold compute dtypes (Note [Kernel IR dtypes]): a 16-bit float value is kept
+    // widened, which is exact, after the rounding to its dtype that `compute` applied.
+    DType held = kir::compute_dtype(v->type().dtype);
+    e = b_.cast(e, held);
+    VarId var = b_.var(fmt::format("v{}", lets_++), held);
+    Stmt let;
+    let.kind = kir::StmtKind::Let;
+    let.var = var;
+    let.value = e;
+    kbody.push_back(std::move(let));
+    kept_[v] = b_.var_ref(var);
+  }
+
+  // One accumulation over the reduced dims of `f`'s value at each full point.
+  template <class F>
+  ExprId accumulate(kir::ReduceOp op, DType dtype, const F& f, std::vector<Stmt>& kbody) {
+    VarId acc = b_.var(fmt::format("acc{}", accs_++), dtype);
+    Stmt decl;
+    decl.kind = kir::StmtKind::Accumulator;
+    decl.var = acc;
+    decl.reduce = op;
+    kbody.push_back(std::move(decl));
+    std::vector<std::pair<size_t, VarId>> loops = make_vars(true, "r");
+    memo_.clear();
+    Stmt upd;
+    upd.kind = kir::StmtKind::Accumulate;
+    upd.var = acc;
+    upd.reduce = op;
+    upd.value = f();
+    std::vector<Stmt> body;
+    body.push_back(std::move(upd));
+    for (Stmt& s : wrap(std::move(body), loops, false, true))
+      kbody.push_back(std::move(s));
+    return b_.var_ref(acc);
+  }
+
+  // Note [Fused reduction accuracy]: a float32 sum accumulates in float64 (one accumulator
+  // per kept point, so without the pairwise summation of the eager kernels), which keeps its
+  // error at one float32 rounding of the result; var's two passes run in float64 as well.
+  ExprId reduce(const ir::Node& n, std::vector<Stmt>& kbody) {
+    DType dtype = n.output(0)->type().dtype;
+    const std::string& name = n.op()->name;
+    bool extremum = name == "amax" || name == "amin";
+    DType acc = dtype == kFloat32 && !extremum ? kFloat64 : dtype;
+    const ir::Value* in = n.input(0);
+    // Operands accumulate in the accumulator's dtype (a bool mask's count in int64).
+    auto x = [&] { return b_.cast(operand(in, a_.space.full, SpaceRole::Full), acc); };
+    double count = static_cast<double>(a_.space.reduced_numel());
+    auto div = [&](ExprId a, double c) {
+      return b_.binary(kir::BinaryOp::Div, a, b_.constant(c, acc));
+    };
+    if (extremum)
+      return accumulate(name == "amax" ? kir::ReduceOp::Max : kir::ReduceOp::Min, acc, x, kbody);
+    ExprId sum = accumulate(kir::ReduceOp::Sum, acc, x, kbody);
+    if (name == "sum") return b_.cast(sum, dtype);
+    if (name == "mean") return b_.cast(div(sum, count), dtype);
+    // var: the two-pass formula, sum((x - mean)^2) / max(0, n - correction).
+    VarId mean = b_.var(fmt::format("v{}", lets_++), acc);
+    Stmt let;
+    let.kind = kir::StmtKind::Let;
+    let.var = mean;
+    let.value = div(sum, count);
+    kbody.push_back(std::move(let));
+    auto sq = [&] {
+      ExprId d = b_.binary(kir::BinaryOp::Sub, x(), b_.var_ref(mean));
+      return b_.binary(kir::BinaryOp::Mul, d, d);
+    };
+    ExprId ss = accumulate(kir::ReduceOp::Sum, acc, sq, kbody);
+    double correction = n.attrs_as<VarAttrs>().correction;
+    return b_.cast(div(ss, std::max(0.0, count - correction)), dtype);
+  }
+
+  Stmt store(size_t j, SpaceRole space) {
+    const ir::Value* v = g_.outputs()[j];
+    const ir::TensorType& t = v->type();
+    Geometry g{v, t.sizes, t.effective_strides(), 0};
+    Stmt s;
+    s.kind = kir::StmtKind::Store;
+    s.buffer = out_buffers_[j];
+    s.index = index(g, coords(t.sizes, space));
+    s.value = space == SpaceRole::Kept ? kept_.at(v) : full_value(v);
+    return s;
+  }
+
+  const ir::Graph& g_;
+  kir::Kernel k_;
+  kir::Builder b_{k_};
+  GroupAnalysis a_;
+  std::unordered_map<const ir::Value*, kir::BufferId> buffers_;
+  std::vector<kir::BufferId> out_buffers_;
+  std::vector<VarId> dim_vars_;  // the loop variable of each full dim; -1: coordinate 0
+  std::unordered_map<const ir::Value*, ExprId> kept_;
+  std::unordered_map<const ir::Value*, ExprId> memo_;  // Full values in the current loop nest
+  int reduction_nests_ = 0;
+  int lets_ = 0;
+  int accs_ = 0;
+};
+
+// "fused_3_mul_add_tanh": the group's index and its first few ops.
+std::string kernel_name(const ir::Graph& subgraph, size_t index) {
+  std::string name = fmt::format("fused_{}", index);
+  int shown = 0;
+  for (const ir::Node* n : subgraph.nodes()) {
+    if (n->kind() != ir::NodeKind::Op || n->op()->has(kView)) continue;
+    if (shown++ == 3) {
+      name += "_etc";
+      break;
+    }
+    name += "_" + n->op()->name;
+  }
+  return name;
+}
+
+}  // namespace
+
+kir::Kernel lower_fusion_group(const ir::Graph& subgraph, std::string name) {
+  return Lowering(subgraph, std::move(name)).run();
+}
+
+bool lower_fusion_groups(ir::Graph& graph) {
+  bool changed = false;
+  size_t index = 0;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->kind() != ir::NodeKind::FusionGroup) continue;
+    size_t i = index++;
+    if (n->fusion_group().kernel) continue;
+    const ir::Graph& sub = *n->fusion_group().subgraph;
+    auto kernel = std::make_shared<const kir::Kernel>(lower_fusion_group(sub, kernel_name(sub, i)));
+    kir::verify(*kernel);
+    n->fusion_group().kernel = std::move(kernel);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace kiln::passes
