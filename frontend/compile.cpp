@@ -8,6 +8,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/ir/dot.h"
@@ -65,6 +66,15 @@ Backend resolve_backend(Backend requested) {
   return Backend::Interpreter;
 }
 
+// The kernel IR of every lowered fusion group of `g`, in graph order.
+std::string kernels_text(const ir::Graph& g) {
+  std::string s;
+  for (const ir::Node* n : g.nodes())
+    if (n->kind() == ir::NodeKind::FusionGroup && n->fusion_group().kernel)
+      s += n->fusion_group().kernel->str() + "\n";
+  return s;
+}
+
 std::string plan_dump(const Plan& p) {
   std::string s = fmt::format("# signature {}\n", p.signature.str());
   if (p.eager) return s + "# runs eagerly: " + p.eager_reason + "\n";
@@ -91,6 +101,8 @@ std::string plan_dump(const Plan& p) {
   s += "\n# ---- joint graph (as traced) ----\n" + p.joint->str();
   s += "\n# ---- forward graph ----\n" + p.forward->str();
   if (p.backward) s += "\n# ---- backward graph ----\n" + p.backward->str();
+  s += "\n# ---- forward kernels ----\n" + kernels_text(*p.forward);
+  if (p.backward) s += "\n# ---- backward kernels ----\n" + kernels_text(*p.backward);
   return s;
 }
 
@@ -117,6 +129,12 @@ void write_debug_dir(const std::string& root, const std::string& name, int64_t i
     return;
   }
   write("joint.ir", p.joint->str());
+  fs::create_directories(dir / "passes", ec);
+  for (const auto& [stem, text] : p.pass_dumps)
+    std::ofstream(dir / "passes" / (stem + ".ir")) << text;
+  std::string kernels = kernels_text(*p.forward);
+  if (p.backward) kernels += kernels_text(*p.backward);
+  write("kernels.kir", kernels);
   write("forward.ir", p.forward->str());
   write("forward.dot", ir::to_dot(*p.forward));
   if (p.backward) {
@@ -151,7 +169,9 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
                                        s.plans.size() + 1, s.options.cache_limit,
                                        describe_change(s.plans.back()->signature, sig)));
   }
-  std::shared_ptr<const Plan> plan = capture_plan(s.fn, inputs, sig, s.options.rematerialize);
+  std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
+  std::shared_ptr<const Plan> plan =
+      capture_plan(s.fn, inputs, sig, s.options.rematerialize, !debug_dir.empty());
   ++s.compiles;
   s.plans.push_back(plan);
   s.last = plan;
@@ -168,7 +188,6 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
   }
   for (const std::string& why : plan->fallback_reasons)
     log_line("fallbacks", fmt::format("{}: {}", s.name, why));
-  std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
   if (!debug_dir.empty()) {
     write_debug_dir(debug_dir, s.name, static_cast<int64_t>(s.plans.size()) - 1, *plan);
   }

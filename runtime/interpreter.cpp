@@ -5,6 +5,7 @@
 #include <cctype>
 #include <unordered_map>
 
+#include "kiln/codegen/kernel_ir/kernel_interpreter.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 
@@ -44,6 +45,41 @@ ir::OpAttrs replayed_attrs(const ir::Node& node, const RandomReplay& random) {
   return attrs;
 }
 
+// Strides agree where they matter: on dims of more than one element.
+bool same_strides(const Shape& sizes, const Shape& a, const Shape& b) {
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && a[d] != b[d]) return false;
+  return true;
+}
+
+// A lowered fusion group: its kernel addresses every argument with the strides of its IR type,
+// so a tensor laid out otherwise would be read wrongly; the types are guarded at the plan's entry
+// and follow from the op table's rules inside it, so a mismatch is an internal error.
+std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Tensor>& args) {
+  const kir::Kernel& kernel = *node.fusion_group().kernel;
+  std::vector<Tensor> buffers = args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::TensorType& t = node.input(i)->type();
+    // The gradients autograd hands to a backward graph come in any layout (an expanded scalar
+    // from sum().backward(), say) although the graph types them contiguous: copy those.
+    if (t.is_contiguous() && args[i].sizes() == t.sizes &&
+        !same_strides(t.sizes, args[i].strides(), t.effective_strides()))
+      buffers[i] = args[i].contiguous();
+    KILN_CHECK(buffers[i].sizes() == t.sizes && buffers[i].dtype() == t.dtype &&
+                   same_strides(t.sizes, buffers[i].strides(), t.effective_strides()),
+               "{}: argument {} has type {} with strides {}, but the kernel was generated for {}",
+               kernel.name, i, ir::TensorType::of(args[i]).str(), shape_str(args[i].strides()),
+               t.str());
+  }
+  std::vector<Tensor> outputs;
+  for (const ir::Value* v : node.outputs()) {
+    outputs.push_back(empty_tensor(v->type().sizes, v->type().dtype, v->type().device));
+    buffers.push_back(outputs.back());
+  }
+  kir::run_kernel(kernel, buffers);
+  return outputs;
+}
+
 std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& args,
                              const RandomReplay* random) {
   switch (node.kind()) {
@@ -56,6 +92,7 @@ std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& ar
       }
       return call_op(*node.op(), args, node.attrs());
     case ir::NodeKind::FusionGroup:
+      if (node.fusion_group().kernel) return run_fusion_kernel(node, args);
       return interpret(*node.fusion_group().subgraph, args, random);
     case ir::NodeKind::Fallback:
       KILN_CHECK(static_cast<bool>(node.fallback().fn),

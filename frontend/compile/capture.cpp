@@ -7,6 +7,7 @@
 #include "kiln/frontend/graph_tracer.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/partition.h"
+#include "kiln/passes/pipeline.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/philox.h"
@@ -87,7 +88,8 @@ void count_fallbacks(const ir::Graph& g, Plan& plan) {
 }  // namespace
 
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
-                                   const Signature& signature, bool rematerialize) {
+                                   const Signature& signature, bool rematerialize,
+                                   bool record_pass_dumps) {
   auto plan = std::make_shared<Plan>();
   plan->rematerialize = rematerialize;
   plan->signature = signature;
@@ -201,17 +203,36 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
     }
     plan->random_blocks = static_cast<int64_t>(rng_after.offset - rng_before.offset);
     plan->joint = tracer.graph();
+    passes::PipelineOptions pipeline;
+    std::string stage;
+    if (record_pass_dumps) {
+      pipeline.after_change = [&](const std::string& pass, const ir::Graph& g) {
+        plan->pass_dumps.emplace_back(
+            fmt::format("{:02}_{}_{}", plan->pass_dumps.size(), stage, pass), g.str());
+      };
+    }
+    // The plan keeps the joint graph as traced (for dumps and create_graph); the pipeline
+    // optimizes a copy.
+    std::shared_ptr<ir::Graph> joint = plan->joint->clone();
+    stage = "joint";
+    passes::optimize_joint_graph(*joint, pipeline);
     passes::JointLayout layout{num_primals, num_forward_outputs};
     if (plan->differentiable_outputs.empty()) {
-      plan->forward = plan->joint->clone();
+      plan->forward = joint;
       passes::eliminate_dead_code(*plan->forward);
     } else {
-      passes::Partition p = passes::partition_joint_graph(*plan->joint, layout,
-                                                           passes::PartitionOptions{rematerialize});
+      passes::Partition p =
+          passes::partition_joint_graph(*joint, layout, passes::PartitionOptions{rematerialize});
       plan->forward = p.forward;
       plan->backward = p.backward;
       plan->num_saved = p.num_saved;
       plan->saved_bytes = p.saved_bytes;
+    }
+    stage = "forward";
+    passes::optimize_partitioned_graph(*plan->forward, pipeline);
+    if (plan->backward) {
+      stage = "backward";
+      passes::optimize_partitioned_graph(*plan->backward, pipeline);
     }
   } catch (const Error& e) {
     if (!is_data_dependent_read(e)) throw;

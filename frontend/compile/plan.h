@@ -52,6 +52,9 @@ struct Plan {
   int64_t capture_offset = 0;
   int64_t random_blocks = 0;
   bool rematerialize = true;
+  // (file stem, graph text) after each pipeline pass that changed a graph, in order, when the
+  // capture was asked to record them (KILN_DEBUG_DIR).
+  std::vector<std::pair<std::string, std::string>> pass_dumps;
 };
 
 using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
@@ -59,8 +62,10 @@ using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // Note [Compile capture] (frontend/compile.h). Throws kiln::Error when fn cannot be traced for
 // another reason than a data-dependent read (which yields an eager plan).
 // `rematerialize`: passes::PartitionOptions, for this plan and its segments'.
+// `record_pass_dumps`: keep the graph after every pass that changed it (Plan::pass_dumps).
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
-                                   const Signature& signature, bool rematerialize = true);
+                                   const Signature& signature, bool rematerialize = true,
+                                   bool record_pass_dumps = false);
 
 // Kernel, fallback and saved-byte counts of one call, summed over the steps of a segmented plan
 // (those captured so far).

@@ -270,6 +270,31 @@ TEST(CompileGuards, DebugDirHoldsParsableForwardIr) {
     }
   }
   EXPECT_TRUE(fs::exists(dir / "summary.txt"));
+  // The pipeline's dumps: one per pass that changed a graph, each a parsable, valid graph; the
+  // backward's tanh derivative is fused (a changed graph), so its `fuse` dump is there.
+  ASSERT_TRUE(fs::exists(dir / "passes"));
+  int dumps = 0;
+  bool backward_fuse = false;
+  for (const auto& entry : fs::directory_iterator(dir / "passes")) {
+    ++dumps;
+    std::string stem = entry.path().stem().string();
+    backward_fuse = backward_fuse || stem.ends_with("_backward_fuse");
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      kiln::ir::verify(*kiln::ir::parse(text.str()));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << entry.path() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(dumps, 0);
+  EXPECT_TRUE(backward_fuse);
+  // The kernel IR of the fused groups.
+  std::ifstream kernels(dir / "kernels.kir");
+  std::stringstream ktext;
+  ktext << kernels.rdbuf();
+  EXPECT_NE(ktext.str().find("kernel fused_"), std::string::npos) << ktext.str();
   fs::remove_all(root);
 }
 
