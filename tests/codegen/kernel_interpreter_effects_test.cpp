@@ -18,10 +18,6 @@ using kir::ExprId;
 using kir::LoopKind;
 using kir::ReduceOp;
 
-ExprId add(kir::Builder& b, ExprId x, ExprId y) {
-  return b.binary(BinaryOp::Add, x, y);
-}
-
 // out[i * so + oo] = in[i * si + io] * 2 + 1 for i in 0..n, in f32.
 kir::Kernel affine_copy(int64_t n, int64_t si, int64_t io, int64_t so, int64_t oo, int64_t extent) {
   kir::Kernel k;

@@ -33,13 +33,6 @@ std::vector<float> values(size_t n, uint32_t seed) {
   return v;
 }
 
-ExprId add(kir::Builder& b, ExprId x, ExprId y) {
-  return b.binary(BinaryOp::Add, x, y);
-}
-ExprId mul(kir::Builder& b, ExprId x, int64_t c) {
-  return b.binary(BinaryOp::Mul, x, b.iconstant(c));
-}
-
 // y[r, :] = softmax(x[r, :]) for an R x C f32 matrix: a parallel loop over rows with a max
 // accumulator loop, a sum accumulator loop and a store loop.
 kir::Kernel softmax_kernel(int64_t R, int64_t C) {

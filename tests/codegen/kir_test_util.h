@@ -22,6 +22,14 @@ namespace kir_test {
 
 namespace kir = kiln::kir;
 
+// Index arithmetic shorthands: x + y, and x * c with a constant c.
+inline kir::ExprId add(kir::Builder& b, kir::ExprId x, kir::ExprId y) {
+  return b.binary(kir::BinaryOp::Add, x, y);
+}
+inline kir::ExprId mul(kir::Builder& b, kir::ExprId x, int64_t c) {
+  return b.binary(kir::BinaryOp::Mul, x, b.iconstant(c));
+}
+
 inline kir::Stmt loop(kir::VarId v, int64_t extent, std::vector<kir::Stmt> body,
                       kir::LoopKind kind = kir::LoopKind::Serial) {
   kir::Stmt s;
