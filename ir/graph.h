@@ -17,6 +17,9 @@
 namespace kiln::kir {
 struct Kernel;
 }
+namespace kiln::codegen {
+class CompiledKernel;
+}
 
 namespace kiln::ir {
 
@@ -106,6 +109,9 @@ struct FusionGroupAttrs {
   // The subgraph lowered to one kernel (passes/lower_fusion_group.h); null until lowered, and
   // for groups read back from text. Arguments: the node's inputs, then its outputs.
   std::shared_ptr<const kir::Kernel> kernel;
+  // That kernel compiled to machine code (codegen/compiled_kernel.h), or null: the kernel-IR
+  // interpreter runs it (Backend::Interpreter, or a compile that failed and fell back).
+  std::shared_ptr<const codegen::CompiledKernel> compiled;
 };
 using FallbackFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 struct FallbackAttrs {

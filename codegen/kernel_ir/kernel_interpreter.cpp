@@ -250,7 +250,7 @@ class Executor {
   void loop(const Stmt& s) {
     if (s.loop_kind == LoopKind::Parallel && s.extent > 1 && get_num_threads() > 1 &&
         !in_parallel_region()) {
-      int64_t grain = std::max<int64_t>(1, kParallelGrainWork / work(s.body));
+      int64_t grain = parallel_grain(s.body);
       parallel_for(0, s.extent, grain, [&](int64_t begin, int64_t end) {
         Executor chunk(*this);
         chunk.loop_range(s, begin, end);
@@ -261,21 +261,7 @@ class Executor {
     loop_range(s, 0, s.extent);
   }
 
-  // Innermost iterations of one iteration of a loop with this body (saturating).
-  static int64_t work(const std::vector<Stmt>& body) {
-    int64_t w = 1;
-    for (const Stmt& s : body) {
-      int64_t inner = s.kind == StmtKind::Loop
-                          ? std::min<int64_t>(s.extent, kParallelGrainWork) * work(s.body)
-                      : s.kind == StmtKind::If ? std::max(work(s.body), work(s.else_body))
-                                               : 0;
-      w = std::min<int64_t>(w + inner, kParallelGrainWork);
-    }
-    return w;
-  }
-
   static constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
-  static constexpr int64_t kParallelGrainWork = 1 << 15;  // innermost iterations per chunk
 
   const Kernel& k_;
   std::span<const BoundBuffer> buffers_;
@@ -292,27 +278,26 @@ class Executor {
   std::vector<std::vector<uint8_t>> masks_;  // two per nesting depth of If
 };
 
-BoundBuffer bind(const Kernel& k, size_t i, const Tensor& t) {
+BoundBuffer bind(const Kernel& k, size_t i, const Tensor& t, std::string_view who) {
   const Buffer& b = k.buffers[i];
   KILN_CHECK(t.defined(),
-             "kernel-IR interpreter: kernel {}: argument {} for buffer %{} is an "
+             "{}: kernel {}: argument {} for buffer %{} is an "
              "undefined tensor",
-             k.name, i, b.name);
+             who, k.name, i, b.name);
   KILN_CHECK(t.device().is_cpu(),
-             "kernel-IR interpreter: kernel {}: argument {} for buffer %{} is on {}; the "
-             "interpreter runs on the CPU",
-             k.name, i, b.name, t.device());
-  KILN_CHECK(t.dtype() == b.dtype,
-             "kernel-IR interpreter: kernel {}: buffer %{} is {}, but argument {} is {}", k.name,
-             b.name, ir::dtype_short_name(b.dtype), i, ir::dtype_short_name(t.dtype()));
+             "{}: kernel {}: argument {} for buffer %{} is on {}; the "
+             "backend runs on the CPU",
+             who, k.name, i, b.name, t.device());
+  KILN_CHECK(t.dtype() == b.dtype, "{}: kernel {}: buffer %{} is {}, but argument {} is {}", who,
+             k.name, b.name, ir::dtype_short_name(b.dtype), i, ir::dtype_short_name(t.dtype()));
   // Memory from element 0 to the end of the storage: what the kernel may address.
   auto item = static_cast<int64_t>(t.element_size());
   int64_t addressable =
       static_cast<int64_t>(t.impl()->storage()->nbytes()) / item - t.storage_offset();
   KILN_CHECK(addressable >= b.extent,
-             "kernel-IR interpreter: kernel {}: buffer %{} has extent {}, but argument {} ({} "
+             "{}: kernel {}: buffer %{} has extent {}, but argument {} ({} "
              "[{}], storage offset {}) has only {} elements from its first",
-             k.name, b.name, b.extent, i, ir::dtype_short_name(t.dtype()),
+             who, k.name, b.name, b.extent, i, ir::dtype_short_name(t.dtype()),
              fmt::join(t.sizes(), ", "), t.storage_offset(), addressable);
   char* data = b.extent > 0 ? static_cast<char*>(t.raw_data()) : nullptr;
   return {data, b.dtype, b.extent};
@@ -320,15 +305,20 @@ BoundBuffer bind(const Kernel& k, size_t i, const Tensor& t) {
 
 }  // namespace
 
-void run_kernel(const Kernel& kernel, std::span<const Tensor> args) {
-  verify(kernel);
-  KILN_CHECK(args.size() == kernel.buffers.size(),
-             "kernel-IR interpreter: kernel {} takes {} buffers, got {} tensors", kernel.name,
-             kernel.buffers.size(), args.size());
+std::vector<BoundBuffer> bind_arguments(const Kernel& kernel, std::span<const Tensor> args,
+                                        std::string_view who) {
+  KILN_CHECK(args.size() == kernel.buffers.size(), "{}: kernel {} takes {} buffers, got {} tensors",
+             who, kernel.name, kernel.buffers.size(), args.size());
   std::vector<BoundBuffer> buffers;
   buffers.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i)
-    buffers.push_back(bind(kernel, i, args[i]));
+    buffers.push_back(bind(kernel, i, args[i], who));
+  return buffers;
+}
+
+void run_kernel(const Kernel& kernel, std::span<const Tensor> args) {
+  verify(kernel);
+  std::vector<BoundBuffer> buffers = bind_arguments(kernel, args, "kernel-IR interpreter");
   auto widths = plan_loops(kernel, buffers);
   Executor(kernel, buffers, widths).block(kernel.body);
 }

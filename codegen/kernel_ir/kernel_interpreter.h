@@ -4,7 +4,10 @@
 #pragma once
 
 #include <span>
+#include <string_view>
+#include <vector>
 
+#include "kiln/codegen/kernel_ir/interpreter_plan.h"
 #include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/runtime/tensor.h"
 
@@ -15,5 +18,10 @@ namespace kiln::kir {
 // expressions carry the strides, so the tensors' own strides are not consulted. Throws
 // kiln::Error naming the kernel and buffer on a count, dtype or extent mismatch.
 void run_kernel(const Kernel& kernel, std::span<const Tensor> args);
+
+// The checks and binding of run_kernel, for the compiled backends' launchers; `who` starts the
+// error messages ("kernel-IR interpreter", "llvm backend").
+std::vector<BoundBuffer> bind_arguments(const Kernel& kernel, std::span<const Tensor> args,
+                                        std::string_view who);
 
 }  // namespace kiln::kir

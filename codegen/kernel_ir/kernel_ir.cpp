@@ -16,6 +16,28 @@
 namespace kiln::kir {
 
 namespace {
+constexpr int64_t kParallelGrainWork = 1 << 15;
+
+// Innermost iterations of one iteration of a loop with this body (saturating).
+int64_t innermost_work(const std::vector<Stmt>& body) {
+  int64_t w = 1;
+  for (const Stmt& s : body) {
+    int64_t inner = s.kind == StmtKind::Loop
+                        ? std::min<int64_t>(s.extent, kParallelGrainWork) * innermost_work(s.body)
+                    : s.kind == StmtKind::If
+                        ? std::max(innermost_work(s.body), innermost_work(s.else_body))
+                        : 0;
+    w = std::min<int64_t>(w + inner, kParallelGrainWork);
+  }
+  return w;
+}
+}  // namespace
+
+int64_t parallel_grain(const std::vector<Stmt>& body) {
+  return std::max<int64_t>(1, kParallelGrainWork / innermost_work(body));
+}
+
+namespace {
 
 // names[v], or "?" for a value outside the enum.
 template <size_t N>

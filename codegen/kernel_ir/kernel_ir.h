@@ -82,6 +82,10 @@ std::string_view reduce_op_name(ReduceOp op);
 // SIMD lanes (its accumulates may be split over several partial accumulators).
 enum class LoopKind : uint8_t { Serial, Parallel, Vector };
 std::string_view loop_kind_name(LoopKind k);
+struct Stmt;
+// Iterations of a Parallel loop with this body per thread-pool chunk: enough for about 2^15
+// innermost iterations a chunk. The executors share it, so they split loops alike.
+int64_t parallel_grain(const std::vector<Stmt>& body);
 
 enum class StmtKind : uint8_t {
   Loop,         // for var in [0, extent): body
