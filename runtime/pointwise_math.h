@@ -33,7 +33,6 @@ inline float select(bool c, float a, float b) {
 using std::abs;
 using std::cos;
 using std::expm1;
-using std::log;
 using std::log1p;
 using std::pow;
 using std::sin;
@@ -71,10 +70,10 @@ inline float round_int(float x) {
 }
 
 // Note [Vectorized exp and tanh]
-// libm's expf/tanhf/erff are scalar calls, so loops over them run at a few percent of the
-// memory bandwidth. For float, exp, tanh and erf are the polynomials below, written in V arithmetic
-// and the primitives select/abs/exp2i/round_int, which the compiler vectorizes. Their accuracy (a
-// few float32 ulp) is checked against double libm over a wide sweep in
+// libm's expf/tanhf/erff/logf are scalar calls, so loops over them run at a few percent of the
+// memory bandwidth. For float, exp, log, tanh and erf are the polynomials below, written in V
+// arithmetic and the primitives select/abs/exp2i/round_int, which the compiler vectorizes. Their
+// accuracy (a few float32 ulp) is checked against double libm over a wide sweep in
 // tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
 
 // exp with float accuracy: x = n ln2 + r with |r| <= ln2/2 (Cephes' two-constant reduction) and
@@ -133,6 +132,61 @@ double exp(T x) {
   return std::exp(static_cast<double>(x));
 }
 
+// x = m 2^e with m in [0.5, 1), for a positive normal float x, from its bits: the mantissa
+// bits given the exponent of 0.5, and the exponent field less 126.
+template <class V>
+struct MantissaExponent {
+  V m;
+  V e;
+};
+inline MantissaExponent<float> mantissa_exponent(float x) {
+  uint32_t b = std::bit_cast<uint32_t>(x);
+  return {std::bit_cast<float>((b & 0x007fffffu) | 0x3f000000u),
+          static_cast<float>(static_cast<int32_t>(b >> 23) - 126)};
+}
+
+// log with float accuracy (Cephes' logf): x = m 2^e with m in [sqrt(1/2), sqrt(2)), f = m - 1,
+// log(1 + f) = f - f^2/2 + f^3 P(f), P of degree 8, and e ln2 added in two parts. Subnormal x is
+// scaled by 2^23 first; zero, negative, infinite and NaN inputs get libm's results by selects.
+template <class V>
+KILN_ALWAYS_INLINE V log_poly(V x) {
+  auto tiny = x < V(1.17549435e-38);
+  V xs = select(tiny, x * V(8388608.0), x);
+  auto [mant, exponent] = mantissa_exponent(xs);
+  V e = exponent - select(tiny, V(23), V(0));
+  auto low = mant < V(0.707106781186547524);
+  e = select(low, e - V(1), e);
+  V f = select(low, mant + mant - V(1), mant - V(1));
+  V z = f * f;
+  V p = V(7.0376836292e-2);
+  p = p * f + V(-1.1514610310e-1);
+  p = p * f + V(1.1676998740e-1);
+  p = p * f + V(-1.2420140846e-1);
+  p = p * f + V(1.4249322787e-1);
+  p = p * f + V(-1.6668057665e-1);
+  p = p * f + V(2.0000714765e-1);
+  p = p * f + V(-2.4999993993e-1);
+  p = p * f + V(3.3333331174e-1);
+  V y = f * z * p + V(-2.12194440e-4) * e - V(0.5) * z;
+  V r = f + y + V(0.693359375) * e;
+  r = select(x == V(0), V(-INFINITY), r);
+  r = select(x < V(0), V(NAN), r);
+  r = select(x == V(INFINITY), x, r);
+  return select(x != x, x, r);
+}
+
+KILN_ALWAYS_INLINE float log(float x) {
+  return log_poly(x);
+}
+inline double log(double x) {
+  return std::log(x);
+}
+template <class T>
+requires std::is_integral_v<T>
+double log(T x) {
+  return std::log(static_cast<double>(x));
+}
+
 // tanh with float accuracy: x (1 + x^2 q(x^2)) for |x| < 0.625, q of degree 4 fitted to minimize
 // the relative error there (4.4e-9), 1 - 2 / (exp(2|x|) + 1) with x's sign above (no cancellation
 // there). |x| is clamped to 10 for the exp, where that formula already rounds to 1, so exp needs no
@@ -166,13 +220,14 @@ double tanh(T x) {
 }
 
 // erf with float accuracy: Cephes' odd polynomial for |x| < 1 (relative error 1e-9), and
-// Abramowitz & Stegun 7.1.26, 1 - t P(t) exp(-x^2) with t = 1 / (1 + p |x|), above (absolute
-// error 1.5e-7, where erf >= 0.84), with x's sign. That branch clamps |x| to 5, where it already
-// rounds to 1, so its exp needs no range handling. NaN fails the clamp comparison and propagates.
+// 1 - exp(-x^2) g(t) above, with t = 1 / (1 + p |x|) (p from Abramowitz & Stegun 7.1.26) and g a
+// degree-7 polynomial fitted to erfc(x) exp(x^2) on [1, 4] (relative error 2.6e-9), with x's
+// sign. That branch clamps |x| to 4, where erf already rounds to 1 in float, so its exp needs no
+// range handling. NaN fails the clamp comparison and propagates.
 template <class V>
 KILN_ALWAYS_INLINE V erf_poly(V x) {
   V a = abs(x);
-  V ac = select(V(5) < a, V(5), a);
+  V ac = select(V(4) < a, V(4), a);
   V z = x * x;
   V q = V(7.853861353153693e-5);
   q = q * z + V(-8.010193625184903e-4);
@@ -183,12 +238,15 @@ KILN_ALWAYS_INLINE V erf_poly(V x) {
   q = q * z + V(1.128379165726710);
   V small = q * x;
   V t = V(1) / (V(1) + V(0.3275911) * ac);
-  V p = V(1.061405429);
-  p = p * t + V(-1.453152027);
-  p = p * t + V(1.421413741);
-  p = p * t + V(-0.284496736);
-  p = p * t + V(0.254829592);
-  V big = V(1) - t * p * exp_poly_normal(-(ac * ac));
+  V g = V(-0.1714580206);
+  g = g * t + V(0.9741638985);
+  g = g * t + V(-1.170382927);
+  g = g * t + V(1.21470148);
+  g = g * t + V(-0.3491008178);
+  g = g * t + V(0.3417556472);
+  g = g * t + V(0.1585120728);
+  g = g * t + V(0.001901697886);
+  V big = V(1) - g * exp_poly_normal(-(ac * ac));
   return select(a < V(1), small, select(x < V(0), -big, big));
 }
 

@@ -1,5 +1,5 @@
-// Accuracy of the float32 polynomial exp, tanh and erf (Note [Vectorized exp and tanh]) and of the
-// ops built on them, against double libm rounded to float, measured in float32 ulps over a wide
+// Accuracy of the float32 polynomial exp, log, tanh and erf (Note [Vectorized exp and tanh]) and of
+// the ops built on them, against double libm rounded to float, measured in float32 ulps over a wide
 // sweep of inputs (dense near 0, every binade out to the overflow and underflow limits).
 #include <gtest/gtest.h>
 
@@ -77,6 +77,20 @@ TEST(PointwiseAccuracy, ExpFloat32) {
               sweep(110.0f), static_cast<double>(std::numeric_limits<float>::min()), 2e-45);
   EXPECT_LE(w.ulps, 2) << "worst at x = " << w.at;
   std::cout << "exp: max " << w.ulps << " ulp (at x = " << w.at << ")\n";
+}
+
+TEST(PointwiseAccuracy, LogFloat32) {
+  // Every 997th positive float (subnormals, every binade, inf), plus zeros, negatives and NaN.
+  std::vector<float> xs;
+  for (uint64_t b = 1; b <= 0x7f800000u; b += 997)
+    xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  for (float x : {0.0f, -0.0f, -1.0f, -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::infinity(), std::nanf("")})
+    xs.push_back(x);
+  Worst w = measure([](const Tensor& t) { return kiln::log(t); },
+                    [](double x) { return std::log(x); }, xs, 0, 0);
+  EXPECT_LE(w.ulps, 2) << "worst at x = " << w.at;
+  std::cout << "log: max " << w.ulps << " ulp (at x = " << w.at << ")\n";
 }
 
 TEST(PointwiseAccuracy, TanhFloat32) {
