@@ -1,0 +1,706 @@
+#include "kiln/codegen/llvm/llvm_emitter.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "kiln/codegen/kernel_ir/kernel_printer.h"
+#include "kiln/codegen/llvm/llvm_math.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln::codegen::llvm_backend {
+namespace {
+
+using kir::BinaryOp;
+using kir::ExprId;
+using kir::ExprKind;
+using kir::LoopKind;
+using kir::ReduceOp;
+using kir::Stmt;
+using kir::StmtKind;
+using kir::UnaryOp;
+using kir::VarId;
+
+bool has_accumulate(const std::vector<Stmt>& body) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::Accumulate) return true;
+    if (has_accumulate(s.body) || has_accumulate(s.else_body)) return true;
+  }
+  return false;
+}
+
+class Emitter {
+ public:
+  Emitter(const kir::Kernel& k, const std::string& symbol, llvm::LLVMContext& ctx)
+      : k_(k), symbol_(symbol), ctx_(ctx), b_(ctx) {
+    // No fast-math flags: every float operation rounds as the kernel-IR interpreter's does, so
+    // the two agree bit for bit (Note [LLVM agrees with the interpreter]).
+    module_ = std::make_unique<llvm::Module>(symbol, ctx);
+  }
+
+  std::unique_ptr<llvm::Module> run() {
+    llvm::Type* ptr = b_.getPtrTy();
+    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false);
+    llvm::Function* entry =
+        llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, symbol_, module_.get());
+    entry->setDoesNotThrow();
+    llvm::Value* args = entry->getArg(0);
+    args->setName("args");
+
+    // Top-level statements other than loops define variables that later statements read, so
+    // such a kernel is one function; otherwise each top-level loop is its own (parallel or not).
+    bool all_loops = std::all_of(k_.body.begin(), k_.body.end(),
+                                 [](const Stmt& s) { return s.kind == StmtKind::Loop; });
+    std::vector<llvm::Function*> parts;
+    if (all_loops) {
+      for (size_t i = 0; i < k_.body.size(); ++i)
+        parts.push_back(emit_part({&k_.body[i]}, fmt::format("{}.part{}", symbol_, i), true));
+    } else {
+      std::vector<const Stmt*> all;
+      for (const Stmt& s : k_.body)
+        all.push_back(&s);
+      parts.push_back(emit_part(all, symbol_ + ".part0", false));
+    }
+
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      llvm::Function* body = parts[i];
+      const Stmt* loop = all_loops ? &k_.body[i] : nullptr;
+      if (loop != nullptr && loop->loop_kind == LoopKind::Parallel && loop->extent > 1) {
+        int64_t grain = kir::parallel_grain(loop->body);
+        b_.CreateCall(parallel_for(), {ranged_wrapper(body, i), args, b_.getInt64(loop->extent),
+                                       b_.getInt64(grain)});
+      } else {
+        b_.CreateCall(ranged_wrapper(body, i),
+                      {args, b_.getInt64(0), b_.getInt64(loop ? loop->extent : 1)});
+      }
+    }
+    b_.CreateRetVoid();
+    return std::move(module_);
+  }
+
+ private:
+  // ---- functions ----
+
+  llvm::FunctionCallee parallel_for() {
+    llvm::Type* ptr = b_.getPtrTy();
+    llvm::Type* i64 = b_.getInt64Ty();
+    return module_->getOrInsertFunction(
+        kParallelForSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false));
+  }
+
+  // void NAME.range(void** args, i64 begin, i64 end): loads the buffer addresses and calls the
+  // part, whose parameters are noalias. The callback signature of kiln_llvm_parallel_for.
+  llvm::Function* ranged_wrapper(llvm::Function* part, size_t index) {
+    llvm::Type* ptr = b_.getPtrTy();
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto* ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64}, false);
+    llvm::Function* f =
+        llvm::Function::Create(ty, llvm::Function::InternalLinkage,
+                               fmt::format("{}.range{}", symbol_, index), module_.get());
+    f->setDoesNotThrow();
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", f));
+    std::vector<llvm::Value*> call_args;
+    size_t n = k_.buffers.size();
+    for (size_t i = 0; i <= n; ++i) {
+      llvm::Value* slot = b.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), i);
+      call_args.push_back(b.CreateLoad(ptr, slot, i < n ? k_.buffers[i].name : "status"));
+    }
+    call_args.push_back(f->getArg(1));
+    call_args.push_back(f->getArg(2));
+    b.CreateCall(part, call_args);
+    b.CreateRetVoid();
+    return f;
+  }
+
+  // void NAME.partI(noalias buffers..., i32* status, i64 begin, i64 end): the statements, the
+  // first loop (when `ranged`) restricted to [begin, end).
+  llvm::Function* emit_part(const std::vector<const Stmt*>& stmts, const std::string& name,
+                            bool ranged) {
+    std::vector<llvm::Type*> params(k_.buffers.size() + 1, b_.getPtrTy());
+    params.push_back(b_.getInt64Ty());
+    params.push_back(b_.getInt64Ty());
+    auto* ty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    fn_ = llvm::Function::Create(ty, llvm::Function::InternalLinkage, name, module_.get());
+    fn_->setDoesNotThrow();
+    fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+    buffers_.clear();
+    for (size_t i = 0; i < k_.buffers.size(); ++i) {
+      llvm::Argument* a = fn_->getArg(static_cast<unsigned>(i));
+      a->setName(k_.buffers[i].name);
+      a->addAttr(llvm::Attribute::NoAlias);
+      if (!k_.buffers[i].output) a->addAttr(llvm::Attribute::ReadOnly);
+      buffers_.push_back(a);
+    }
+    status_ = fn_->getArg(static_cast<unsigned>(k_.buffers.size()));
+    status_->setName("status");
+    llvm::Value* begin = fn_->getArg(static_cast<unsigned>(k_.buffers.size() + 1));
+    llvm::Value* end = fn_->getArg(static_cast<unsigned>(k_.buffers.size() + 2));
+
+    llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    alloca_builder_ = std::make_unique<llvm::IRBuilder<>>(entry);
+    b_.SetInsertPoint(entry);
+    vars_.clear();
+    div_by_zero_ = nullptr;
+    vector_depth_ = 0;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (ranged && i == 0) {
+        loop(*stmts[0], begin, end);
+      } else {
+        stmt(*stmts[i]);
+      }
+    }
+    if (div_by_zero_ != nullptr) {
+      // Report once per call: the flag is updated per division (a select, which the vectorizer
+      // keeps as a reduction) and written to the status word at the end.
+      llvm::Value* code = b_.CreateLoad(b_.getInt32Ty(), div_by_zero_);
+      llvm::Value* hit = b_.CreateICmpNE(code, b_.getInt32(0));
+      llvm::BasicBlock* report = llvm::BasicBlock::Create(ctx_, "report_div_by_zero", fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
+      b_.CreateCondBr(hit, report, done);
+      b_.SetInsertPoint(report);
+      llvm::StoreInst* st = b_.CreateStore(code, status_);
+      st->setAtomic(llvm::AtomicOrdering::Monotonic);
+      st->setAlignment(llvm::Align(4));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    }
+    b_.CreateRetVoid();
+    alloca_builder_.reset();
+    return fn_;
+  }
+
+  // ---- types ----
+
+  // The type a value of dtype t has in registers (the interpreter's lane type).
+  llvm::Type* lane_type(DType t) {
+    switch (t) {
+      case DType::Bool:
+        return b_.getInt1Ty();
+      case DType::Int32:
+        return b_.getInt32Ty();
+      case DType::Int64:
+        return b_.getInt64Ty();
+      case DType::Float64:
+        return b_.getDoubleTy();
+      default:
+        return b_.getFloatTy();  // f32, and 16-bit floats computed in f32
+    }
+  }
+  // The type a buffer of dtype t stores.
+  llvm::Type* storage_type(DType t) {
+    switch (t) {
+      case DType::Bool:
+        return b_.getInt8Ty();
+      case DType::Float16:
+        return b_.getHalfTy();
+      case DType::BFloat16:
+        return b_.getInt16Ty();
+      default:
+        return lane_type(t);
+    }
+  }
+
+  // ---- variables ----
+
+  llvm::AllocaInst* var_slot(VarId v) {
+    auto it = vars_.find(v);
+    if (it != vars_.end()) return it->second;
+    const kir::Var& var = k_.vars.at(static_cast<size_t>(v));
+    // Allocas go at the top of the entry block, where SROA promotes them to registers.
+    llvm::BasicBlock& entry = fn_->getEntryBlock();
+    alloca_builder_->SetInsertPoint(&entry, entry.getFirstInsertionPt());
+    llvm::AllocaInst* slot = alloca_builder_->CreateAlloca(lane_type(var.dtype), nullptr, var.name);
+    vars_.emplace(v, slot);
+    return slot;
+  }
+  llvm::Value* read_var(VarId v) {
+    llvm::AllocaInst* slot = var_slot(v);
+    return b_.CreateLoad(slot->getAllocatedType(), slot);
+  }
+  void write_var(VarId v, llvm::Value* x) { b_.CreateStore(x, var_slot(v)); }
+
+  // ---- statements ----
+
+  void block(const std::vector<Stmt>& body) {
+    for (const Stmt& s : body)
+      stmt(s);
+  }
+
+  void stmt(const Stmt& s) {
+    memo_.clear();  // an expression's value is reused within one statement only
+    switch (s.kind) {
+      case StmtKind::Loop:
+        return loop(s, b_.getInt64(0), b_.getInt64(s.extent));
+      case StmtKind::Store:
+        return store(s);
+      case StmtKind::Let:
+        return write_var(s.var, expr(s.value));
+      case StmtKind::Accumulator:
+        return write_var(s.var, identity(s.reduce, k_.vars[static_cast<size_t>(s.var)].dtype));
+      case StmtKind::Accumulate:
+        return accumulate(s);
+      case StmtKind::If:
+        return branch(s);
+    }
+  }
+
+  void loop(const Stmt& s, llvm::Value* begin, llvm::Value* end) {
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "after", fn_);
+    write_var(s.var, begin);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::Value* i = read_var(s.var);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, end), body, exit);
+    b_.SetInsertPoint(body);
+    bool vector = s.loop_kind == LoopKind::Vector;
+    vector_depth_ += vector ? 1 : 0;
+    block(s.body);
+    vector_depth_ -= vector ? 1 : 0;
+    llvm::Value* next = b_.CreateAdd(read_var(s.var), b_.getInt64(1), "", true, true);
+    write_var(s.var, next);
+    llvm::BranchInst* back = b_.CreateBr(header);
+    if (vector) back->setMetadata(llvm::LLVMContext::MD_loop, vector_loop_md(s));
+    b_.SetInsertPoint(exit);
+    memo_.clear();
+  }
+
+  // A Vector loop's promise (its iterations may run in SIMD lanes, its accumulates split over
+  // partial accumulators) as the loop vectorizer's hints; a reduction also gets several partial
+  // vector accumulators (interleaving), so that the adds do not wait on each other.
+  llvm::MDNode* vector_loop_md(const Stmt& s) {
+    std::vector<llvm::Metadata*> ops;
+    ops.push_back(nullptr);  // the self reference
+    auto hint = [&](const char* name, llvm::Metadata* v) {
+      ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), v}));
+    };
+    hint("llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getTrue()));
+    if (has_accumulate(s.body))
+      hint("llvm.loop.interleave.count", llvm::ConstantAsMetadata::get(b_.getInt32(4)));
+    llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
+    md->replaceOperandWith(0, md);
+    return md;
+  }
+
+  void branch(const Stmt& s) {
+    llvm::Value* c = expr(s.cond);
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "else", fn_);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "endif", fn_);
+    b_.CreateCondBr(c, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    block(s.body);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(else_bb);
+    block(s.else_body);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    memo_.clear();
+  }
+
+  void store(const Stmt& s) {
+    const kir::Buffer& buf = k_.buffers.at(static_cast<size_t>(s.buffer));
+    llvm::Value* index = expr(s.index);
+    llvm::Value* v =
+        convert(expr(s.value), k_.exprs[static_cast<size_t>(s.value)].dtype, buf.dtype);
+    llvm::Value* stored = to_storage(v, buf.dtype);
+    llvm::Value* addr = b_.CreateInBoundsGEP(storage_type(buf.dtype),
+                                             buffers_[static_cast<size_t>(s.buffer)], index);
+    b_.CreateStore(stored, addr);
+  }
+
+  void accumulate(const Stmt& s) {
+    DType t = k_.vars[static_cast<size_t>(s.var)].dtype;
+    llvm::Value* v = expr(s.value);
+    llvm::Value* acc = read_var(s.var);
+    write_var(s.var, combine(s.reduce, t, acc, v, vector_depth_ > 0));
+  }
+
+  llvm::Value* identity(ReduceOp op, DType t) {
+    llvm::Type* ty = lane_type(t);
+    if (t == kBool) return b_.getInt1(op == ReduceOp::Prod || op == ReduceOp::Min);
+    if (is_floating(t)) {
+      double inf = std::numeric_limits<double>::infinity();
+      switch (op) {
+        case ReduceOp::Sum:
+          return llvm::ConstantFP::get(ty, 0.0);
+        case ReduceOp::Prod:
+          return llvm::ConstantFP::get(ty, 1.0);
+        case ReduceOp::Max:
+          return llvm::ConstantFP::get(ty, -inf);
+        case ReduceOp::Min:
+          return llvm::ConstantFP::get(ty, inf);
+      }
+    }
+    unsigned bits = ty->getIntegerBitWidth();
+    switch (op) {
+      case ReduceOp::Sum:
+        return llvm::ConstantInt::get(ty, 0);
+      case ReduceOp::Prod:
+        return llvm::ConstantInt::get(ty, 1);
+      case ReduceOp::Max:
+        return llvm::ConstantInt::get(ctx_, llvm::APInt::getSignedMinValue(bits));
+      case ReduceOp::Min:
+        return llvm::ConstantInt::get(ctx_, llvm::APInt::getSignedMaxValue(bits));
+    }
+    return nullptr;
+  }
+
+  // acc `op` v as lanes::reduce computes it. In a Vector loop a float sum or product may be
+  // reassociated (the loop's promise), which lets the vectorizer keep partial sums, and float
+  // max/min use llvm.maximum/minimum, which the vectorizer reduces in lanes: the same NaN
+  // propagation, but +0 counts as larger than -0 where max_nan keeps the first of two zeros.
+  llvm::Value* combine(ReduceOp op, DType t, llvm::Value* acc, llvm::Value* v, bool in_vector) {
+    if (t == kBool) {
+      return op == ReduceOp::Sum || op == ReduceOp::Max ? b_.CreateOr(acc, v)
+                                                        : b_.CreateAnd(acc, v);
+    }
+    if (is_floating(t)) {
+      llvm::FastMathFlags fmf = b_.getFastMathFlags();
+      if (in_vector) fmf.setAllowReassoc(true);
+      switch (op) {
+        case ReduceOp::Sum: {
+          auto* r = llvm::cast<llvm::Instruction>(b_.CreateFAdd(acc, v));
+          r->setFastMathFlags(fmf);
+          return r;
+        }
+        case ReduceOp::Prod: {
+          auto* r = llvm::cast<llvm::Instruction>(b_.CreateFMul(acc, v));
+          r->setFastMathFlags(fmf);
+          return r;
+        }
+        case ReduceOp::Max:
+          if (in_vector) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
+          return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(v, v), b_.CreateFCmpOGT(v, acc)), v,
+                                 acc);
+        case ReduceOp::Min:
+          if (in_vector) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, v);
+          return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(v, v), b_.CreateFCmpOLT(v, acc)), v,
+                                 acc);
+      }
+    }
+    switch (op) {
+      case ReduceOp::Sum:
+        return b_.CreateAdd(acc, v);
+      case ReduceOp::Prod:
+        return b_.CreateMul(acc, v);
+      case ReduceOp::Max:
+        return b_.CreateSelect(b_.CreateICmpSGT(v, acc), v, acc);
+      case ReduceOp::Min:
+        return b_.CreateSelect(b_.CreateICmpSLT(v, acc), v, acc);
+    }
+    return acc;
+  }
+
+  // ---- expressions ----
+
+  llvm::Value* expr(ExprId id) {
+    auto it = memo_.find(id);
+    if (it != memo_.end()) return it->second;
+    const kir::Expr& e = k_.exprs.at(static_cast<size_t>(id));
+    llvm::Value* v = nullptr;
+    switch (e.kind) {
+      case ExprKind::Const:
+        if (is_floating(e.dtype)) {
+          v = llvm::ConstantFP::get(lane_type(e.dtype), e.value);
+        } else if (e.dtype == kBool) {
+          v = b_.getInt1(e.ivalue != 0);
+        } else {
+          v = llvm::ConstantInt::get(lane_type(e.dtype), static_cast<uint64_t>(e.ivalue), true);
+        }
+        break;
+      case ExprKind::Var:
+        v = read_var(e.var);
+        break;
+      case ExprKind::Load: {
+        const kir::Buffer& buf = k_.buffers.at(static_cast<size_t>(e.buffer));
+        llvm::Value* addr = b_.CreateInBoundsGEP(
+            storage_type(buf.dtype), buffers_[static_cast<size_t>(e.buffer)], expr(e.args[0]));
+        v = from_storage(b_.CreateLoad(storage_type(buf.dtype), addr), buf.dtype);
+        break;
+      }
+      case ExprKind::Unary:
+        v = unary(static_cast<UnaryOp>(e.op), dtype_of(e.args[0]), expr(e.args[0]));
+        break;
+      case ExprKind::Binary:
+        v = binary(id, static_cast<BinaryOp>(e.op), dtype_of(e.args[0]), expr(e.args[0]),
+                   expr(e.args[1]));
+        break;
+      case ExprKind::Select:
+        v = b_.CreateSelect(expr(e.args[0]), expr(e.args[1]), expr(e.args[2]));
+        break;
+      case ExprKind::Cast:
+        v = convert(expr(e.args[0]), dtype_of(e.args[0]), e.dtype);
+        break;
+    }
+    memo_.emplace(id, v);
+    return v;
+  }
+
+  DType dtype_of(ExprId e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
+
+  llvm::Value* from_storage(llvm::Value* x, DType t) {
+    switch (t) {
+      case DType::Bool:
+        return b_.CreateICmpNE(x, b_.getInt8(0));
+      case DType::Float16:
+        return b_.CreateFPExt(x, b_.getFloatTy());
+      case DType::BFloat16:
+        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(x, b_.getInt32Ty()), 16),
+                                b_.getFloatTy());
+      default:
+        return x;
+    }
+  }
+  // x: a lane value of dtype t (for the 16-bit floats, a float already rounded to t).
+  llvm::Value* to_storage(llvm::Value* x, DType t) {
+    switch (t) {
+      case DType::Bool:
+        return b_.CreateZExt(x, b_.getInt8Ty());
+      case DType::Float16:
+        return b_.CreateFPTrunc(x, b_.getHalfTy());
+      case DType::BFloat16:
+        return bfloat16_bits(x);
+      default:
+        return x;
+    }
+  }
+
+  // float -> bfloat16 bits as runtime/half.h's float_to_bfloat16_bits: round to nearest even,
+  // NaN kept quiet.
+  llvm::Value* bfloat16_bits(llvm::Value* f) {
+    llvm::Value* x = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Value* is_nan =
+        b_.CreateICmpUGT(b_.CreateAnd(x, b_.getInt32(0x7fffffff)), b_.getInt32(0x7f800000));
+    llvm::Value* nan_bits = b_.CreateOr(b_.CreateLShr(x, 16), b_.getInt32(0x40));
+    llvm::Value* bias =
+        b_.CreateAdd(b_.getInt32(0x7fff), b_.CreateAnd(b_.CreateLShr(x, 16), b_.getInt32(1)));
+    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(x, bias), 16);
+    return b_.CreateTrunc(b_.CreateSelect(is_nan, nan_bits, rounded), b_.getInt16Ty());
+  }
+  // A float rounded to a 16-bit dtype, back as float (the lane form of a 16-bit value).
+  llvm::Value* round16(llvm::Value* f, DType t) {
+    if (t == kFloat16) return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getHalfTy()), b_.getFloatTy());
+    llvm::Value* bits = b_.CreateZExt(bfloat16_bits(f), b_.getInt32Ty());
+    return b_.CreateBitCast(b_.CreateShl(bits, 16), b_.getFloatTy());
+  }
+
+  // x of dtype `from` converted as lanes::cast converts (a static_cast, with out-of-range and NaN
+  // float -> int giving the integer minimum, as x86's cvtt* does).
+  llvm::Value* convert(llvm::Value* x, DType from, DType to) {
+    if (from == to) return x;
+    llvm::Type* to_ty = lane_type(to);
+    bool from_float = is_floating(from);
+    if (to == kFloat16 || to == kBFloat16) {
+      // static_cast<Half>(x) goes through float.
+      return round16(convert(x, from, kFloat32), to);
+    }
+    if (to == kBool) {
+      return from_float ? b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
+                        : b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+    }
+    if (is_floating(to)) {
+      if (from_float) {
+        if (x->getType() == to_ty) return x;
+        return to_ty->getPrimitiveSizeInBits() > x->getType()->getPrimitiveSizeInBits()
+                   ? b_.CreateFPExt(x, to_ty)
+                   : b_.CreateFPTrunc(x, to_ty);
+      }
+      return from == kBool ? b_.CreateUIToFP(x, to_ty) : b_.CreateSIToFP(x, to_ty);
+    }
+    // to an integer
+    if (from == kBool) return b_.CreateZExt(x, to_ty);
+    if (!from_float) return b_.CreateSExtOrTrunc(x, to_ty);
+    unsigned bits = to_ty->getIntegerBitWidth();
+    double lim = std::ldexp(1.0, static_cast<int>(bits) - 1);
+    llvm::Value* lo = llvm::ConstantFP::get(x->getType(), -lim);
+    llvm::Value* hi = llvm::ConstantFP::get(x->getType(), lim);
+    llvm::Value* in_range = b_.CreateAnd(b_.CreateFCmpOGE(x, lo), b_.CreateFCmpOLT(x, hi));
+    // fptosi of an out-of-range value is poison, which the select does not pick.
+    llvm::Value* fx = b_.CreateFPToSI(x, to_ty);
+    return b_.CreateSelect(in_range, fx,
+                           llvm::ConstantInt::get(ctx_, llvm::APInt::getSignedMinValue(bits)));
+  }
+
+  llvm::Value* unary(UnaryOp op, DType t, llvm::Value* x) {
+    if (t == kBool) return b_.CreateNot(x);  // the verifier allows only `not` on b8
+    if (is_floating(t)) return emit_float_unary(b_, *module_, op, t, x);
+    llvm::Value* zero = llvm::ConstantInt::get(x->getType(), 0);
+    llvm::Value* neg = b_.CreateSub(zero, x);  // wraps, as the interpreter's wrap_sub
+    if (op == UnaryOp::Neg) return neg;
+    if (op == UnaryOp::Abs) return b_.CreateSelect(b_.CreateICmpSLT(x, zero), neg, x);
+    KILN_ERROR("llvm backend: kernel {}: unary '{}' on {} has no lowering", k_.name,
+               kir::unary_op_name(op), dtype_name(t));
+  }
+
+  llvm::Value* binary(ExprId id, BinaryOp op, DType t, llvm::Value* x, llvm::Value* y) {
+    if (t == kBool) return binary_bool(op, x, y);
+    if (is_floating(t)) return binary_float(op, t, x, y);
+    return binary_int(id, op, t, x, y);
+  }
+
+  llvm::Value* binary_bool(BinaryOp op, llvm::Value* x, llvm::Value* y) {
+    switch (op) {
+      case BinaryOp::Add:
+      case BinaryOp::Max:
+      case BinaryOp::Or:
+        return b_.CreateOr(x, y);
+      case BinaryOp::Mul:
+      case BinaryOp::Min:
+      case BinaryOp::And:
+        return b_.CreateAnd(x, y);
+      case BinaryOp::Sub:
+      case BinaryOp::Ne:
+        return b_.CreateXor(x, y);
+      case BinaryOp::Eq:
+        return b_.CreateICmpEQ(x, y);
+      case BinaryOp::Lt:
+        return b_.CreateICmpULT(x, y);
+      case BinaryOp::Le:
+        return b_.CreateICmpULE(x, y);
+      default:
+        break;
+    }
+    KILN_ERROR("llvm backend: kernel {}: binary '{}' on b8 has no lowering", k_.name,
+               kir::binary_op_name(op));
+  }
+
+  llvm::Value* binary_float(BinaryOp op, DType t, llvm::Value* x, llvm::Value* y) {
+    switch (op) {
+      case BinaryOp::Add:
+        return b_.CreateFAdd(x, y);
+      case BinaryOp::Sub:
+        return b_.CreateFSub(x, y);
+      case BinaryOp::Mul:
+        return b_.CreateFMul(x, y);
+      case BinaryOp::Div:
+        return b_.CreateFDiv(x, y);
+      case BinaryOp::Rem:
+        return b_.CreateFRem(x, y);  // fmod
+      case BinaryOp::Pow:
+        return emit_float_pow(b_, *module_, t, x, y);
+      // x != x ? x : max_nan(x, y), as the interpreter (torch.maximum's NaN propagation).
+      case BinaryOp::Max:
+      case BinaryOp::Min: {
+        llvm::Value* y_wins = op == BinaryOp::Max ? b_.CreateFCmpOGT(y, x) : b_.CreateFCmpOLT(y, x);
+        llvm::Value* m = b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(y, y), y_wins), y, x);
+        return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, m);
+      }
+      case BinaryOp::Eq:
+        return b_.CreateFCmpOEQ(x, y);
+      case BinaryOp::Ne:
+        return b_.CreateFCmpUNE(x, y);
+      case BinaryOp::Lt:
+        return b_.CreateFCmpOLT(x, y);
+      case BinaryOp::Le:
+        return b_.CreateFCmpOLE(x, y);
+      case BinaryOp::And:
+      case BinaryOp::Or:
+        break;
+    }
+    KILN_ERROR("llvm backend: kernel {}: binary '{}' on {} has no lowering", k_.name,
+               kir::binary_op_name(op), dtype_name(t));
+  }
+
+  llvm::Value* binary_int(ExprId id, BinaryOp op, DType t, llvm::Value* x, llvm::Value* y) {
+    llvm::Type* ty = x->getType();
+    llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
+    llvm::Value* one = llvm::ConstantInt::get(ty, 1);
+    llvm::Value* minus_one = llvm::ConstantInt::getSigned(ty, -1);
+    switch (op) {
+      case BinaryOp::Add:
+        return b_.CreateAdd(x, y);
+      case BinaryOp::Sub:
+        return b_.CreateSub(x, y);
+      case BinaryOp::Mul:
+        return b_.CreateMul(x, y);
+      case BinaryOp::Div:
+      case BinaryOp::Rem: {
+        // Division by zero is flagged (the launcher throws) and divides by 1; MIN / -1 wraps to
+        // -x with remainder 0, as the interpreter computes them. sdiv sees neither.
+        llvm::Value* is_zero = b_.CreateICmpEQ(y, zero);
+        note_div_by_zero(is_zero, id);
+        llvm::Value* is_m1 = b_.CreateICmpEQ(y, minus_one);
+        llvm::Value* safe = b_.CreateSelect(b_.CreateOr(is_zero, is_m1), one, y);
+        if (op == BinaryOp::Div)
+          return b_.CreateSelect(is_m1, b_.CreateSub(zero, x), b_.CreateSDiv(x, safe));
+        return b_.CreateSelect(b_.CreateOr(is_zero, is_m1), zero, b_.CreateSRem(x, safe));
+      }
+      case BinaryOp::Pow: {
+        const char* name = t == kInt32 ? kIpow32Symbol : kIpow64Symbol;
+        llvm::FunctionCallee f =
+            module_->getOrInsertFunction(name, llvm::FunctionType::get(ty, {ty, ty}, false));
+        if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+          fn->setDoesNotAccessMemory();
+          fn->setDoesNotThrow();
+          fn->addFnAttr(llvm::Attribute::WillReturn);
+        }
+        return b_.CreateCall(f, {x, y});
+      }
+      case BinaryOp::Max:
+        return b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
+      case BinaryOp::Min:
+        return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
+      case BinaryOp::Eq:
+        return b_.CreateICmpEQ(x, y);
+      case BinaryOp::Ne:
+        return b_.CreateICmpNE(x, y);
+      case BinaryOp::Lt:
+        return b_.CreateICmpSLT(x, y);
+      case BinaryOp::Le:
+        return b_.CreateICmpSLE(x, y);
+      case BinaryOp::And:
+      case BinaryOp::Or:
+        break;
+    }
+    KILN_ERROR("llvm backend: kernel {}: binary '{}' on {} has no lowering", k_.name,
+               kir::binary_op_name(op), dtype_name(t));
+  }
+
+  // Records a division by zero of expression `id` (when is_zero): the part's flag holds the
+  // failing expression's id + 1, 0 while none failed (Note [LLVM kernel ABI]).
+  void note_div_by_zero(llvm::Value* is_zero, ExprId id) {
+    if (div_by_zero_ == nullptr) {
+      llvm::BasicBlock& entry = fn_->getEntryBlock();
+      alloca_builder_->SetInsertPoint(&entry, entry.getFirstInsertionPt());
+      div_by_zero_ = alloca_builder_->CreateAlloca(b_.getInt32Ty(), nullptr, "div_by_zero");
+      // Initialized right after the alloca: the entry block has no terminator yet when the
+      // first division is emitted in a later block.
+      alloca_builder_->SetInsertPoint(div_by_zero_->getNextNode());
+      alloca_builder_->CreateStore(b_.getInt32(0), div_by_zero_);
+    }
+    llvm::Value* old = b_.CreateLoad(b_.getInt32Ty(), div_by_zero_);
+    b_.CreateStore(b_.CreateSelect(is_zero, b_.getInt32(static_cast<uint32_t>(id + 1)), old),
+                   div_by_zero_);
+  }
+
+  const kir::Kernel& k_;
+  std::string symbol_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  std::unique_ptr<llvm::Module> module_;
+  llvm::Function* fn_ = nullptr;
+  std::unique_ptr<llvm::IRBuilder<>> alloca_builder_;
+  std::vector<llvm::Value*> buffers_;
+  llvm::Value* status_ = nullptr;
+  std::unordered_map<VarId, llvm::AllocaInst*> vars_;
+  std::unordered_map<ExprId, llvm::Value*> memo_;
+  llvm::AllocaInst* div_by_zero_ = nullptr;  // i32: failing expression id + 1
+  int vector_depth_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> emit_kernel(const kir::Kernel& k, const std::string& symbol,
+                                          llvm::LLVMContext& ctx) {
+  return Emitter(k, symbol, ctx).run();
+}
+
+}  // namespace kiln::codegen::llvm_backend

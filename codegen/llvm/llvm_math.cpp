@@ -1,0 +1,178 @@
+#include "kiln/codegen/llvm/llvm_math.h"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/pointwise_math.h"
+
+namespace kiln::codegen::llvm_backend {
+namespace {
+
+thread_local llvm::IRBuilder<>* tl_builder = nullptr;
+thread_local llvm::Type* tl_float_type = nullptr;
+
+llvm::IRBuilder<>& B() {
+  return IRScope::builder();
+}
+
+// A libm function that reads no memory (Kiln never reads errno: -fno-math-errno), so that loops
+// calling it can be optimized around it.
+llvm::FunctionCallee libm(llvm::Module& m, const char* name, llvm::Type* t, int arity) {
+  std::vector<llvm::Type*> params(static_cast<size_t>(arity), t);
+  auto* fty = llvm::FunctionType::get(t, params, false);
+  llvm::FunctionCallee callee = m.getOrInsertFunction(name, fty);
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    f->setDoesNotAccessMemory();
+    f->setDoesNotThrow();
+    f->addFnAttr(llvm::Attribute::WillReturn);
+  }
+  return callee;
+}
+
+llvm::Value* call_libm(llvm::IRBuilder<>& b, llvm::Module& m, const char* f32_name,
+                       const char* f64_name, DType t, llvm::Value* x) {
+  const char* name = t == kFloat64 ? f64_name : f32_name;
+  llvm::CallInst* c = b.CreateCall(libm(m, name, x->getType(), 1), {x});
+  c->setDoesNotAccessMemory();
+  return c;
+}
+
+}  // namespace
+
+IRScope::IRScope(llvm::IRBuilder<>& b, llvm::Type* float_type)
+    : prev_builder_(tl_builder), prev_type_(tl_float_type) {
+  tl_builder = &b;
+  tl_float_type = float_type;
+}
+IRScope::~IRScope() {
+  tl_builder = prev_builder_;
+  tl_float_type = prev_type_;
+}
+llvm::IRBuilder<>& IRScope::builder() {
+  KILN_CHECK(tl_builder != nullptr, "llvm backend: IR math used outside an IRScope");
+  return *tl_builder;
+}
+llvm::Type* IRScope::float_type() {
+  KILN_CHECK(tl_float_type != nullptr, "llvm backend: IR math used outside an IRScope");
+  return tl_float_type;
+}
+
+IRVal::IRVal(double c) : v_(llvm::ConstantFP::get(IRScope::float_type(), c)) {}
+IRVal::IRVal(int c) : v_(llvm::ConstantFP::get(IRScope::float_type(), static_cast<double>(c))) {}
+
+IRVal operator+(IRVal a, IRVal b) {
+  return B().CreateFAdd(a.get(), b.get());
+}
+IRVal operator-(IRVal a, IRVal b) {
+  return B().CreateFSub(a.get(), b.get());
+}
+IRVal operator*(IRVal a, IRVal b) {
+  return B().CreateFMul(a.get(), b.get());
+}
+IRVal operator/(IRVal a, IRVal b) {
+  return B().CreateFDiv(a.get(), b.get());
+}
+IRVal operator-(IRVal a) {
+  return B().CreateFNeg(a.get());
+}
+IRVal operator<(IRVal a, IRVal b) {
+  return B().CreateFCmpOLT(a.get(), b.get());
+}
+IRVal operator>(IRVal a, IRVal b) {
+  return B().CreateFCmpOGT(a.get(), b.get());
+}
+IRVal operator<=(IRVal a, IRVal b) {
+  return B().CreateFCmpOLE(a.get(), b.get());
+}
+IRVal operator!=(IRVal a, IRVal b) {
+  return B().CreateFCmpUNE(a.get(), b.get());
+}
+IRVal operator==(IRVal a, IRVal b) {
+  return B().CreateFCmpOEQ(a.get(), b.get());
+}
+IRVal select(IRVal c, IRVal a, IRVal b) {
+  return B().CreateSelect(c.get(), a.get(), b.get());
+}
+IRVal abs(IRVal x) {
+  return B().CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x.get());
+}
+// As kiln::math::exp2i: n + (1.5 * 2^23 + 127) holds n + 127 in its low mantissa bits, which the
+// shift moves into the exponent field.
+IRVal exp2i(IRVal n) {
+  llvm::IRBuilder<>& b = B();
+  llvm::Value* biased =
+      b.CreateFAdd(n.get(), llvm::ConstantFP::get(n.get()->getType(), 12583039.0));
+  llvm::Value* bits = b.CreateBitCast(biased, b.getInt32Ty());
+  return b.CreateBitCast(b.CreateShl(bits, 23), n.get()->getType());
+}
+// As kiln::math::round_int. Without reassociation flags LLVM keeps (x + c) - c as written.
+IRVal round_int(IRVal x) {
+  llvm::Value* c = llvm::ConstantFP::get(x.get()->getType(), 12582912.0);
+  return B().CreateFSub(B().CreateFAdd(x.get(), c), c);
+}
+
+// As kiln::math::mantissa_exponent(float).
+kiln::math::MantissaExponent<IRVal> mantissa_exponent(IRVal x) {
+  llvm::IRBuilder<>& b = B();
+  llvm::Type* f = x.get()->getType();
+  llvm::Value* bits = b.CreateBitCast(x.get(), b.getInt32Ty());
+  llvm::Value* m = b.CreateOr(b.CreateAnd(bits, b.getInt32(0x007fffff)), b.getInt32(0x3f000000));
+  llvm::Value* e = b.CreateSub(b.CreateLShr(bits, 23), b.getInt32(126));
+  return {IRVal(b.CreateBitCast(m, f)), IRVal(b.CreateSIToFP(e, f))};
+}
+
+llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryOp op, DType t,
+                              llvm::Value* x) {
+  using kir::UnaryOp;
+  bool f32 = t != kFloat64;
+  IRScope scope(b, x->getType());
+  // The eager kernels (and the interpreter) compile these templates with -ffp-contract=fast,
+  // which fuses each multiply feeding an add into an FMA; `contract` lets LLVM fuse the same
+  // pairs, for the same roundings (Note [LLVM agrees with the interpreter]).
+  llvm::IRBuilderBase::FastMathFlagGuard guard(b);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowContract(true);
+  b.setFastMathFlags(fmf);
+  switch (op) {
+    case UnaryOp::Neg:
+      return b.CreateFNeg(x);
+    case UnaryOp::Abs:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    case UnaryOp::Sqrt:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case UnaryOp::Exp:
+      if (f32) return kiln::math::exp_poly(IRVal(x)).get();
+      return call_libm(b, m, "expf", "exp", t, x);
+    case UnaryOp::Tanh:
+      if (f32) return kiln::math::tanh_poly(IRVal(x)).get();
+      return call_libm(b, m, "tanhf", "tanh", t, x);
+    case UnaryOp::Erf:
+      if (f32) return kiln::math::erf_poly(IRVal(x)).get();
+      return call_libm(b, m, "erff", "erf", t, x);
+    case UnaryOp::Log:
+      if (f32) return kiln::math::log_poly(IRVal(x)).get();
+      return call_libm(b, m, "logf", "log", t, x);
+    case UnaryOp::Log1p:
+      return call_libm(b, m, "log1pf", "log1p", t, x);
+    case UnaryOp::Expm1:
+      return call_libm(b, m, "expm1f", "expm1", t, x);
+    case UnaryOp::Sin:
+      return call_libm(b, m, "sinf", "sin", t, x);
+    case UnaryOp::Cos:
+      return call_libm(b, m, "cosf", "cos", t, x);
+    case UnaryOp::Not:
+      break;
+  }
+  KILN_ERROR("llvm backend: no float lowering for unary op '{}'", kir::unary_op_name(op));
+}
+
+llvm::Value* emit_float_pow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* x,
+                            llvm::Value* y) {
+  const char* name = t == kFloat64 ? "pow" : "powf";
+  llvm::CallInst* c = b.CreateCall(libm(m, name, x->getType(), 2), {x, y});
+  c->setDoesNotAccessMemory();
+  return c;
+}
+
+}  // namespace kiln::codegen::llvm_backend

@@ -1,0 +1,67 @@
+// Pointwise math primitives as LLVM IR (Note [Pointwise math is written once]). The float32
+// exp, log, tanh and erf of the eager kernels are the polynomial templates of
+// runtime/pointwise_math.h; instantiating the same templates with IRVal emits the same arithmetic
+// as vectorizable IR, so compiled and eager code compute one function. Everything else maps to an
+// LLVM instruction, an intrinsic, or the libm function the eager kernel calls.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/runtime/pointwise_math.h"
+
+namespace kiln::codegen::llvm_backend {
+
+// A value being emitted: wraps an llvm::Value of a float (or i1, for comparisons). Constants
+// take the float type of the innermost IRScope, as kir::Val's take its MathScope's dtype.
+class IRVal {
+ public:
+  IRVal(llvm::Value* v) : v_(v) {}  // NOLINT: an emitted value is a value
+  IRVal(double c);                  // NOLINT: a constant of the scope's float type
+  IRVal(int c);                     // NOLINT
+  llvm::Value* get() const { return v_; }
+
+ private:
+  llvm::Value* v_;
+};
+
+class IRScope {
+ public:
+  IRScope(llvm::IRBuilder<>& b, llvm::Type* float_type);
+  ~IRScope();
+  IRScope(const IRScope&) = delete;
+  IRScope& operator=(const IRScope&) = delete;
+  static llvm::IRBuilder<>& builder();
+  static llvm::Type* float_type();
+
+ private:
+  llvm::IRBuilder<>* prev_builder_;
+  llvm::Type* prev_type_;
+};
+
+IRVal operator+(IRVal a, IRVal b);
+IRVal operator-(IRVal a, IRVal b);
+IRVal operator*(IRVal a, IRVal b);
+IRVal operator/(IRVal a, IRVal b);
+IRVal operator-(IRVal a);
+IRVal operator<(IRVal a, IRVal b);
+IRVal operator>(IRVal a, IRVal b);
+IRVal operator<=(IRVal a, IRVal b);
+IRVal operator!=(IRVal a, IRVal b);
+IRVal operator==(IRVal a, IRVal b);
+IRVal select(IRVal c, IRVal a, IRVal b);
+IRVal abs(IRVal x);
+// The bit tricks of pointwise_math.h's float helpers, on IR.
+IRVal exp2i(IRVal n);
+IRVal round_int(IRVal x);
+kiln::math::MantissaExponent<IRVal> mantissa_exponent(IRVal x);
+
+// Emits kir primitive `op` on x, whose lane type is that of dtype t (Float32 or Float64), as the
+// eager kernel computes it. `module` receives the libm declarations it calls.
+llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& module, kir::UnaryOp op, DType t,
+                              llvm::Value* x);
+// x ** y for floats: powf or pow, as kiln::math::pow.
+llvm::Value* emit_float_pow(llvm::IRBuilder<>& b, llvm::Module& module, DType t, llvm::Value* x,
+                            llvm::Value* y);
+
+}  // namespace kiln::codegen::llvm_backend
