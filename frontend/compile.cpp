@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/ir/dot.h"
@@ -50,21 +51,6 @@ struct State {
 namespace {
 
 std::atomic<int> next_function_id{0};
-
-Backend resolve_backend(Backend requested) {
-  switch (requested) {
-    case Backend::Auto:
-    case Backend::Interpreter:
-      return Backend::Interpreter;
-    case Backend::LLVM:
-    case Backend::CUDA:
-      KILN_ERROR(
-          "compile: the {} backend has no code generator in this build yet; use "
-          "Backend::Interpreter or Backend::Auto",
-          backend_name(requested));
-  }
-  return Backend::Interpreter;
-}
 
 // The kernel IR of every lowered fusion group of `g`, in graph order.
 std::string kernels_text(const ir::Graph& g) {
@@ -135,6 +121,11 @@ void write_debug_dir(const std::string& root, const std::string& name, int64_t i
   std::string kernels = kernels_text(*p.forward);
   if (p.backward) kernels += kernels_text(*p.backward);
   write("kernels.kir", kernels);
+  if (!p.kernel_sources.empty()) {
+    fs::create_directories(dir / backend_name(p.backend), ec);
+    for (const auto& [file, text] : p.kernel_sources)
+      std::ofstream(dir / backend_name(p.backend) / file) << text;
+  }
   write("forward.ir", p.forward->str());
   write("forward.dot", ir::to_dot(*p.forward));
   if (p.backward) {
@@ -171,7 +162,8 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
   }
   std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
   std::shared_ptr<const Plan> plan =
-      capture_plan(s.fn, inputs, sig, s.options.rematerialize, !debug_dir.empty());
+      capture_plan(s.fn, inputs, sig, s.options.rematerialize, !debug_dir.empty(),
+                   resolve_backend(s.options.backend));
   ++s.compiles;
   s.plans.push_back(plan);
   s.last = plan;

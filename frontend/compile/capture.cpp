@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "kiln/frontend/autograd.h"
+#include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/frontend/graph_tracer.h"
@@ -89,9 +90,10 @@ void count_fallbacks(const ir::Graph& g, Plan& plan) {
 
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
                                    const Signature& signature, bool rematerialize,
-                                   bool record_pass_dumps) {
+                                   bool record_pass_dumps, Backend backend) {
   auto plan = std::make_shared<Plan>();
   plan->rematerialize = rematerialize;
+  plan->backend = backend;
   plan->signature = signature;
   GeneratorState rng_before = get_rng_state();
   plan->capture_seed = static_cast<int64_t>(rng_before.seed);
@@ -234,6 +236,16 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
       stage = "backward";
       passes::optimize_partitioned_graph(*plan->backward, pipeline);
     }
+    // Kernel names are unique within a graph only: the files get the graph's name in front.
+    auto compile_graph = [&](ir::Graph& g, const std::string& prefix) {
+      size_t first = plan->kernel_sources.size();
+      compile_kernels(g, backend, record_pass_dumps,
+                      record_pass_dumps ? &plan->kernel_sources : nullptr);
+      for (size_t i = first; i < plan->kernel_sources.size(); ++i)
+        plan->kernel_sources[i].first = prefix + plan->kernel_sources[i].first;
+    };
+    compile_graph(*plan->forward, "forward_");
+    if (plan->backward) compile_graph(*plan->backward, "backward_");
   } catch (const Error& e) {
     if (!is_data_dependent_read(e)) throw;
     set_rng_state(rng_before);

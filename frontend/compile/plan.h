@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/frontend/compile.h"
 #include "kiln/frontend/compile/signature.h"
 #include "kiln/ir/graph.h"
 #include "kiln/runtime/interpreter.h"
@@ -52,9 +53,13 @@ struct Plan {
   int64_t capture_offset = 0;
   int64_t random_blocks = 0;
   bool rematerialize = true;
+  Backend backend = Backend::Interpreter;  // resolved (never Auto): what runs the fusion groups
   // (file stem, graph text) after each pipeline pass that changed a graph, in order, when the
   // capture was asked to record them (KILN_DEBUG_DIR).
   std::vector<std::pair<std::string, std::string>> pass_dumps;
+  // (file name, text) of the generated code of every compiled kernel (the LLVM IR before and
+  // after optimization, the assembly), when recording dumps.
+  std::vector<std::pair<std::string, std::string>> kernel_sources;
 };
 
 using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
@@ -62,10 +67,13 @@ using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // Note [Compile capture] (frontend/compile.h). Throws kiln::Error when fn cannot be traced for
 // another reason than a data-dependent read (which yields an eager plan).
 // `rematerialize`: passes::PartitionOptions, for this plan and its segments'.
-// `record_pass_dumps`: keep the graph after every pass that changed it (Plan::pass_dumps).
+// `record_pass_dumps`: keep the graph after every pass that changed it (Plan::pass_dumps) and
+// the generated kernel sources (Plan::kernel_sources).
+// `backend`: a resolved backend (kernel_codegen.h) that compiles the fusion groups.
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
                                    const Signature& signature, bool rematerialize = true,
-                                   bool record_pass_dumps = false);
+                                   bool record_pass_dumps = false,
+                                   Backend backend = Backend::Interpreter);
 
 // Kernel, fallback and saved-byte counts of one call, summed over the steps of a segmented plan
 // (those captured so far).

@@ -58,13 +58,14 @@ void add_segment(Plan& plan, const std::vector<const ir::Node*>& nodes) {
 
 }  // namespace
 
-std::shared_ptr<const Plan> Step::plan_for(const std::vector<Tensor>& args,
-                                           bool rematerialize) const {
+std::shared_ptr<const Plan> Step::plan_for(const std::vector<Tensor>& args, bool rematerialize,
+                                           Backend backend) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!plan_) {
     std::shared_ptr<ir::Graph> g = segment;
     Fn fn = [g](const std::vector<Tensor>& in) { return interpret(*g, in); };
-    std::shared_ptr<Plan> p = capture_plan(fn, args, Signature::of(args), rematerialize);
+    std::shared_ptr<Plan> p =
+        capture_plan(fn, args, Signature::of(args), rematerialize, false, backend);
     KILN_CHECK(!p->eager && p->steps.empty(),
                "compile: a segment between graph breaks could not be captured: {}",
                p->eager_reason);
@@ -113,7 +114,7 @@ std::vector<Tensor> run_steps(const Plan& plan, const std::vector<Tensor>& prima
     if (step->fallback != nullptr) {
       outs = step->fallback->fallback().fn(ins);
     } else {
-      outs = run_plan(step->plan_for(ins, plan.rematerialize), ins);
+      outs = run_plan(step->plan_for(ins, plan.rematerialize, plan.backend), ins);
     }
     KILN_CHECK(outs.size() == step->outputs.size(),
                "compile: a step returned {} tensors for {} outputs", outs.size(),

@@ -19,7 +19,8 @@ struct Step {
   std::vector<const ir::Value*> outputs;  // values it defines that later steps or outputs read
 
   // A compiled step captures its plan on first use, from that call's tensors.
-  std::shared_ptr<const Plan> plan_for(const std::vector<Tensor>& args, bool rematerialize) const;
+  std::shared_ptr<const Plan> plan_for(const std::vector<Tensor>& args, bool rematerialize,
+                                       Backend backend) const;
   std::shared_ptr<const Plan> captured() const;
 
  private:
