@@ -1,4 +1,5 @@
-// Entry point of kiln_bench_eager: every eager workload (bench/eager_*.cpp) in one process, so
+// Entry point of kiln_bench_eager (bench/eager_*.cpp) and kiln_bench_compiled
+// (bench/compiled_*.cpp): every workload of the binary in one process, so
 // that each is compared with the copy bandwidth measured in that same process.
 //
 //   build/bench/kiln_bench_eager --benchmark_format=json > eager.json

@@ -22,6 +22,10 @@ using kir::LoopKind;
 using kir::ReduceOp;
 using kir::UnaryOp;
 
+// Every test runs on each executor: the interpreter against loops written here, and the compiled
+// backends against the same references.
+class KernelExecutor : public testing::TestWithParam<Executor> {};
+
 // Deterministic values in [-4, 4).
 std::vector<float> values(size_t n, uint32_t seed) {
   std::vector<float> v(n);
@@ -65,12 +69,12 @@ kir::Kernel softmax_kernel(int64_t R, int64_t C) {
   return k;
 }
 
-TEST(KernelInterpreter, RowSoftmaxMatchesADoubleLoop) {
+TEST_P(KernelExecutor, RowSoftmaxMatchesADoubleLoop) {
   const int64_t R = 37, C = 300;  // C spans two batches, the second one partial
   std::vector<float> x = values(static_cast<size_t>(R * C), 7);
   Tensor xt = kiln::from_vector(x, {R, C});
   Tensor yt = kiln::empty({R, C});
-  kir::run_kernel(softmax_kernel(R, C), std::vector<Tensor>{xt, yt});
+  run_on(GetParam(), softmax_kernel(R, C), std::vector<Tensor>{xt, yt});
   std::vector<float> y = yt.to_vector<float>();
   for (int64_t r = 0; r < R; ++r) {
     double m = -INFINITY, s = 0;
@@ -86,17 +90,17 @@ TEST(KernelInterpreter, RowSoftmaxMatchesADoubleLoop) {
   }
 }
 
-TEST(KernelInterpreter, ParallelRunsGiveTheSerialResultBitForBit) {
+TEST_P(KernelExecutor, ParallelRunsGiveTheSerialResultBitForBit) {
   const int64_t R = 64, C = 513;
   Tensor xt = kiln::from_vector(values(static_cast<size_t>(R * C), 11), {R, C});
   kir::Kernel k = softmax_kernel(R, C);
   int saved = kiln::get_num_threads();
   kiln::set_num_threads(1);
   Tensor serial = kiln::empty({R, C});
-  kir::run_kernel(k, std::vector<Tensor>{xt, serial});
+  run_on(GetParam(), k, std::vector<Tensor>{xt, serial});
   kiln::set_num_threads(4);
   Tensor parallel = kiln::empty({R, C});
-  kir::run_kernel(k, std::vector<Tensor>{xt, parallel});
+  run_on(GetParam(), k, std::vector<Tensor>{xt, parallel});
   kiln::set_num_threads(saved);
   EXPECT_EQ(serial.to_vector<float>(), parallel.to_vector<float>());
 }
@@ -124,7 +128,7 @@ kir::Kernel strided_kernel(int64_t I, int64_t J, int64_t si, int64_t sj, int64_t
   return k;
 }
 
-TEST(KernelInterpreter, TransposedSlicedAndBroadcastLoads) {
+TEST_P(KernelExecutor, TransposedSlicedAndBroadcastLoads) {
   const int64_t I = 5, J = 7;
   std::vector<float> base(100);
   for (size_t n = 0; n < base.size(); ++n)
@@ -138,7 +142,7 @@ TEST(KernelInterpreter, TransposedSlicedAndBroadcastLoads) {
   Tensor a = storage.narrow(0, 3, 35).view({J, I}).t();
   ASSERT_EQ(a.storage_offset(), 3);
   Tensor out = kiln::empty({I, J});
-  kir::run_kernel(strided_kernel(I, J, 1, I, 35), std::vector<Tensor>{a, b1, c1, out});
+  run_on(GetParam(), strided_kernel(I, J, 1, I, 35), std::vector<Tensor>{a, b1, c1, out});
   std::vector<float> got = out.to_vector<float>();
   for (int64_t i = 0; i < I; ++i)
     for (int64_t j = 0; j < J; ++j)
@@ -149,7 +153,7 @@ TEST(KernelInterpreter, TransposedSlicedAndBroadcastLoads) {
 
   // a broadcast along i (stride 0): every row reads storage[j].
   Tensor row = storage.narrow(0, 0, J).unsqueeze(0).expand({I, J});
-  kir::run_kernel(strided_kernel(I, J, 0, 1, J), std::vector<Tensor>{row, b1, c1, out});
+  run_on(GetParam(), strided_kernel(I, J, 0, 1, J), std::vector<Tensor>{row, b1, c1, out});
   got = out.to_vector<float>();
   for (int64_t i = 0; i < I; ++i)
     for (int64_t j = 0; j < J; ++j)
@@ -158,7 +162,7 @@ TEST(KernelInterpreter, TransposedSlicedAndBroadcastLoads) {
           static_cast<float>(j) * 10 + bv[static_cast<size_t>(j)] + cv[static_cast<size_t>(i)]);
 }
 
-TEST(KernelInterpreter, HalfAndBFloat16LoadAndStore) {
+TEST_P(KernelExecutor, HalfAndBFloat16LoadAndStore) {
   // out16 = f16(x * 3), out_bf = bf16(x * 3), wide = f64(x) for x an f16 input, computed in f32.
   std::vector<float> xs = {1.0f, 0.1f, -2.5f, 65504.0f, 1e-7f, 3.14159f};
   std::vector<kiln::Half> hs(xs.begin(), xs.end());
@@ -185,7 +189,7 @@ TEST(KernelInterpreter, HalfAndBFloat16LoadAndStore) {
   Tensor t16 = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kFloat16));
   Tensor tbf = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kBFloat16));
   Tensor t64 = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kFloat64));
-  kir::run_kernel(k, std::vector<Tensor>{x, t16, tbf, t64});
+  run_on(GetParam(), k, std::vector<Tensor>{x, t16, tbf, t64});
   auto g16 = t16.to_vector<kiln::Half>();
   auto gbf = tbf.to_vector<kiln::BFloat16>();
   auto g64 = t64.to_vector<double>();
@@ -197,7 +201,7 @@ TEST(KernelInterpreter, HalfAndBFloat16LoadAndStore) {
   }
 }
 
-TEST(KernelInterpreter, StoresRoundToNearestEvenIn16Bits) {
+TEST_P(KernelExecutor, StoresRoundToNearestEvenIn16Bits) {
   // 1 + 2^-11 lies halfway between the f16 neighbours 1 and 1 + 2^-10: it rounds to 1 (even);
   // 1 + 3 * 2^-11 rounds up to 1 + 2^-9. A NaN stays NaN in both formats.
   std::vector<double> xs = {1 + 0x1p-11, 1 + 3 * 0x1p-11, 1 + 0x1p-8, std::nan("")};
@@ -213,7 +217,7 @@ TEST(KernelInterpreter, StoresRoundToNearestEvenIn16Bits) {
   k.body.push_back(loop(i, n, {store(o16, iv, b.load(in, iv)), store(obf, iv, b.load(in, iv))}));
   Tensor t16 = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kFloat16));
   Tensor tbf = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kBFloat16));
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(xs, {n}), t16, tbf});
+  run_on(GetParam(), k, std::vector<Tensor>{kiln::from_vector(xs, {n}), t16, tbf});
   auto g16 = t16.to_vector<kiln::Half>();
   auto gbf = tbf.to_vector<kiln::BFloat16>();
   EXPECT_EQ(static_cast<float>(g16[0]), 1.0f);
@@ -224,7 +228,7 @@ TEST(KernelInterpreter, StoresRoundToNearestEvenIn16Bits) {
 }
 
 // out[r] = reduce(x[r, :]) with `op`, for rows of length C.
-std::vector<float> reduce_rows(ReduceOp op, const std::vector<float>& x, int64_t C) {
+std::vector<float> reduce_rows(Executor e, ReduceOp op, const std::vector<float>& x, int64_t C) {
   auto R = static_cast<int64_t>(x.size()) / C;
   kir::Kernel k;
   k.name = "reduce_rows";
@@ -242,17 +246,17 @@ std::vector<float> reduce_rows(ReduceOp op, const std::vector<float>& x, int64_t
             store(out, rv, b.var_ref(a))},
            LoopKind::Parallel));
   Tensor o = kiln::empty({R});
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(x, {R * C}), o});
+  run_on(e, k, std::vector<Tensor>{kiln::from_vector(x, {R * C}), o});
   return o.to_vector<float>();
 }
 
-TEST(KernelInterpreter, MaxAndMinAccumulatorsPropagateNaN) {
+TEST_P(KernelExecutor, MaxAndMinAccumulatorsPropagateNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
   // Rows of 4: NaN in the middle, NaN first, NaN last, no NaN, all -inf.
   std::vector<float> x = {1,  nan, 3, 2,  nan, 5, 6,    7,    9,    8,
                           -1, nan, 1, -2, 4,   3, -inf, -inf, -inf, -inf};
-  std::vector<float> mx = reduce_rows(ReduceOp::Max, x, 4);
-  std::vector<float> mn = reduce_rows(ReduceOp::Min, x, 4);
+  std::vector<float> mx = reduce_rows(GetParam(), ReduceOp::Max, x, 4);
+  std::vector<float> mn = reduce_rows(GetParam(), ReduceOp::Min, x, 4);
   for (int r = 0; r < 3; ++r) {
     EXPECT_TRUE(std::isnan(mx[static_cast<size_t>(r)])) << r;
     EXPECT_TRUE(std::isnan(mn[static_cast<size_t>(r)])) << r;
@@ -261,23 +265,36 @@ TEST(KernelInterpreter, MaxAndMinAccumulatorsPropagateNaN) {
   EXPECT_EQ(mn[3], -2.0f);
   EXPECT_EQ(mx[4], -inf);
   EXPECT_EQ(mn[4], -inf);
-  // Sum and product in order, as a sequential loop.
+  // The interpreter sums and multiplies in order, as a sequential loop. Compiled code may split
+  // a Vector loop's accumulates over partial accumulators (the loop kind's promise): its result
+  // is within the rounding of any order, n eps sum |v| (and the relative analogue for products).
   std::vector<float> y = values(1000, 3);
   float want = 0, want_p = 1;
+  double abs_sum = 0;
   for (float v : y) {
     want += v;
     want_p *= v / 4;
+    abs_sum += std::abs(v);
   }
-  EXPECT_EQ(reduce_rows(ReduceOp::Sum, y, 1000)[0], want);
   std::vector<float> q = y;
   for (float& v : q)
     v /= 4;
-  EXPECT_EQ(reduce_rows(ReduceOp::Prod, q, 1000)[0], want_p);
+  float got = reduce_rows(GetParam(), ReduceOp::Sum, y, 1000)[0];
+  float got_p = reduce_rows(GetParam(), ReduceOp::Prod, q, 1000)[0];
+  if (GetParam() == Executor::Interpreter) {
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(got_p, want_p);
+  } else {
+    double eps = std::numeric_limits<float>::epsilon();
+    EXPECT_NEAR(got, want, 1000 * eps * abs_sum);
+    EXPECT_NEAR(got_p, want_p, 1000 * eps * std::abs(want_p));
+  }
 }
 
 // out[i] = op(a[i], b[i]) on i32 or i64 operands.
 template <class T>
-std::vector<T> int_binary(BinaryOp op, const std::vector<T>& a, const std::vector<T>& bv) {
+std::vector<T> int_binary(Executor e, BinaryOp op, const std::vector<T>& a,
+                          const std::vector<T>& bv) {
   kiln::DType t = kiln::dtype_of<T>;
   auto n = static_cast<int64_t>(a.size());
   kir::Kernel k;
@@ -290,30 +307,30 @@ std::vector<T> int_binary(BinaryOp op, const std::vector<T>& a, const std::vecto
   k.body.push_back(
       loop(i, n, {store(out, iv, b.binary(op, b.load(x, iv), b.load(y, iv)))}, LoopKind::Vector));
   Tensor o = kiln::empty({n}, kiln::TensorOptions().dtype(t));
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(a, {n}), kiln::from_vector(bv, {n}), o});
+  run_on(e, k, std::vector<Tensor>{kiln::from_vector(a, {n}), kiln::from_vector(bv, {n}), o});
   return o.to_vector<T>();
 }
 
-TEST(KernelInterpreter, IntegerArithmeticWraps) {
+TEST_P(KernelExecutor, IntegerArithmeticWraps) {
   const int32_t kMax = INT32_MAX, kMin = INT32_MIN;
-  EXPECT_EQ(int_binary<int32_t>(BinaryOp::Add, {kMax, kMin, 5}, {1, -1, -7}),
+  EXPECT_EQ(int_binary<int32_t>(GetParam(), BinaryOp::Add, {kMax, kMin, 5}, {1, -1, -7}),
             (std::vector<int32_t>{kMin, kMax, -2}));
-  EXPECT_EQ(int_binary<int32_t>(BinaryOp::Sub, {kMin, 0}, {1, kMin}),
+  EXPECT_EQ(int_binary<int32_t>(GetParam(), BinaryOp::Sub, {kMin, 0}, {1, kMin}),
             (std::vector<int32_t>{kMax, kMin}));
-  EXPECT_EQ(int_binary<int32_t>(BinaryOp::Mul, {65536, -3}, {65536, 7}),
+  EXPECT_EQ(int_binary<int32_t>(GetParam(), BinaryOp::Mul, {65536, -3}, {65536, 7}),
             (std::vector<int32_t>{0, -21}));
-  EXPECT_EQ(int_binary<int64_t>(BinaryOp::Mul, {INT64_MAX, 1LL << 62}, {2, 4}),
+  EXPECT_EQ(int_binary<int64_t>(GetParam(), BinaryOp::Mul, {INT64_MAX, 1LL << 62}, {2, 4}),
             (std::vector<int64_t>{-2, 0}));
   // Truncating division; MIN / -1 wraps to MIN with remainder 0.
-  EXPECT_EQ(int_binary<int32_t>(BinaryOp::Div, {-7, 7, -7, kMin}, {2, -2, -2, -1}),
+  EXPECT_EQ(int_binary<int32_t>(GetParam(), BinaryOp::Div, {-7, 7, -7, kMin}, {2, -2, -2, -1}),
             (std::vector<int32_t>{-3, -3, 3, kMin}));
-  EXPECT_EQ(int_binary<int32_t>(BinaryOp::Rem, {-7, 7, -7, kMin}, {2, -2, -2, -1}),
+  EXPECT_EQ(int_binary<int32_t>(GetParam(), BinaryOp::Rem, {-7, 7, -7, kMin}, {2, -2, -2, -1}),
             (std::vector<int32_t>{-1, 1, -1, 0}));
-  EXPECT_EQ(int_binary<int64_t>(BinaryOp::Pow, {2, 3, -2, 5, 2}, {62, 3, 3, -1, 64}),
+  EXPECT_EQ(int_binary<int64_t>(GetParam(), BinaryOp::Pow, {2, 3, -2, 5, 2}, {62, 3, 3, -1, 64}),
             (std::vector<int64_t>{1LL << 62, 27, -8, 0, 0}));
 }
 
-TEST(KernelInterpreter, IntegerNegAbsAndSumAccumulatorWrap) {
+TEST_P(KernelExecutor, IntegerNegAbsAndSumAccumulatorWrap) {
   std::vector<int32_t> x = {INT32_MIN, -5, INT32_MAX, 7};
   auto n = static_cast<int64_t>(x.size());
   kir::Kernel k;
@@ -334,14 +351,14 @@ TEST(KernelInterpreter, IntegerNegAbsAndSumAccumulatorWrap) {
   Tensor tn = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kInt32));
   Tensor ta = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kInt32));
   Tensor ts = kiln::empty({1}, kiln::TensorOptions().dtype(kiln::kInt32));
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(x, {n}), tn, ta, ts});
+  run_on(GetParam(), k, std::vector<Tensor>{kiln::from_vector(x, {n}), tn, ta, ts});
   EXPECT_EQ(tn.to_vector<int32_t>(), (std::vector<int32_t>{INT32_MIN, 5, -INT32_MAX, -7}));
   EXPECT_EQ(ta.to_vector<int32_t>(), (std::vector<int32_t>{INT32_MIN, 5, INT32_MAX, 7}));
   // INT32_MIN - 5 + INT32_MAX + 7 = 1 with wraparound.
   EXPECT_EQ(ts.to_vector<int32_t>(), (std::vector<int32_t>{1}));
 }
 
-TEST(KernelInterpreter, CastsFollowStaticCast) {
+TEST_P(KernelExecutor, CastsFollowStaticCast) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> x = {2.9f, -2.9f, 3e9f, -3e9f, nan, INFINITY, 0.0f, -0.5f};
   auto n = static_cast<int64_t>(x.size());
@@ -361,7 +378,7 @@ TEST(KernelInterpreter, CastsFollowStaticCast) {
   Tensor t32 = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kInt32));
   Tensor t64 = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kInt64));
   Tensor tb = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kBool));
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(x, {n}), t32, t64, tb});
+  run_on(GetParam(), k, std::vector<Tensor>{kiln::from_vector(x, {n}), t32, t64, tb});
   // Out of range and NaN give the minimum (x86's cvtt result), not undefined behaviour.
   EXPECT_EQ(t32.to_vector<int32_t>(),
             (std::vector<int32_t>{2, -2, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 0, 0}));
@@ -371,7 +388,7 @@ TEST(KernelInterpreter, CastsFollowStaticCast) {
             (std::vector<bool>{true, true, true, true, true, true, false, true}));
 }
 
-TEST(KernelInterpreter, IfElseRunsUnderLaneMasks) {
+TEST_P(KernelExecutor, IfElseRunsUnderLaneMasks) {
   // out[i] = i % 3 == 0 ? (i % 2 == 0 ? 1000 + i : 2000 + i) : x[i] / (i % 3), in i64, for
   // i in 0..600 (three batches). The division by i % 3 only runs where it is nonzero.
   const int64_t n = 600;
@@ -396,7 +413,7 @@ TEST(KernelInterpreter, IfElseRunsUnderLaneMasks) {
   for (int64_t j = 0; j < n; ++j)
     xs[static_cast<size_t>(j)] = 7 * j - 1000;
   Tensor o = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kInt64));
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(xs, {n}), o});
+  run_on(GetParam(), k, std::vector<Tensor>{kiln::from_vector(xs, {n}), o});
   std::vector<int64_t> got = o.to_vector<int64_t>();
   for (int64_t j = 0; j < n; ++j) {
     int64_t want =
@@ -405,18 +422,18 @@ TEST(KernelInterpreter, IfElseRunsUnderLaneMasks) {
   }
 }
 
-TEST(KernelInterpreter, IntegerDivisionByZeroThrows) {
+TEST_P(KernelExecutor, IntegerDivisionByZeroThrows) {
+  Executor e = GetParam();
   EXPECT_TRUE(throws_error_containing(
-      [] {
-        int_binary<int32_t>(BinaryOp::Div, {1, 2, 3}, {1, 0, 1});
+      [e] {
+        int_binary<int32_t>(e, BinaryOp::Div, {1, 2, 3}, {1, 0, 1});
       },
-      {"kernel-IR interpreter: kernel int_binary: integer division by zero in `load %a[%i] / "
-       "load %b[%i]`"}));
-  EXPECT_TRUE(throws_error_containing([] { int_binary<int64_t>(BinaryOp::Rem, {1}, {0}); },
+      {"kernel int_binary: integer division by zero in `load %a[%i] / load %b[%i]`"}));
+  EXPECT_TRUE(throws_error_containing([e] { int_binary<int64_t>(e, BinaryOp::Rem, {1}, {0}); },
                                       {"integer division by zero"}));
 }
 
-TEST(KernelInterpreter, PerLaneAccumulatorsAndOuterLets) {
+TEST_P(KernelExecutor, PerLaneAccumulatorsAndOuterLets) {
   // For each (r, c): acc = sum over k < 3 of x[r, c] * k + bias(r), with the accumulator
   // declared inside the vector loop (one per lane) and bias a let of the outer loop.
   const int64_t R = 3, C = 300;
@@ -441,7 +458,7 @@ TEST(KernelInterpreter, PerLaneAccumulatorsAndOuterLets) {
   for (size_t j = 0; j < xs.size(); ++j)
     xs[j] = 0.25 * static_cast<double>(j);
   Tensor o = kiln::empty({R * C}, kiln::TensorOptions().dtype(kiln::kFloat64));
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(xs, {R * C}), o});
+  run_on(GetParam(), k, std::vector<Tensor>{kiln::from_vector(xs, {R * C}), o});
   std::vector<double> got = o.to_vector<double>();
   for (int64_t rr = 0; rr < R; ++rr)
     for (int64_t cc = 0; cc < C; ++cc) {
@@ -450,7 +467,7 @@ TEST(KernelInterpreter, PerLaneAccumulatorsAndOuterLets) {
     }
 }
 
-TEST(KernelInterpreter, BoolBuffers) {
+TEST_P(KernelExecutor, BoolBuffers) {
   std::vector<bool> m = {true, false, true, true, false};
   std::vector<float> x = {1, 2, 3, 4, 5};
   auto n = static_cast<int64_t>(m.size());
@@ -473,8 +490,8 @@ TEST(KernelInterpreter, BoolBuffers) {
   }
   k.body.push_back(loop(i, n, {store(o, iv, filled), store(nm, iv, negated)}));
   Tensor to = kiln::empty({n}), tn = kiln::empty({n}, kiln::TensorOptions().dtype(kiln::kBool));
-  kir::run_kernel(
-      k, std::vector<Tensor>{kiln::from_vector(x, {n}), kiln::from_vector(m, {n}), to, tn});
+  run_on(GetParam(), k,
+         std::vector<Tensor>{kiln::from_vector(x, {n}), kiln::from_vector(m, {n}), to, tn});
   EXPECT_EQ(to.to_vector<float>(), (std::vector<float>{-1, 2, -1, -1, 5}));
   EXPECT_EQ(tn.to_vector<bool>(), (std::vector<bool>{false, true, false, false, true}));
 }
@@ -485,7 +502,7 @@ namespace {
 
 // Lanes computed under an If's mask hold placeholders where the mask is off; an expression
 // reused after the If must be computed again for every lane.
-TEST(KernelInterpreter, MaskedResultsAreNotReusedOutsideTheirBranch) {
+TEST_P(KernelExecutor, MaskedResultsAreNotReusedOutsideTheirBranch) {
   const int64_t n = 10;
   kir::Kernel k;
   k.name = "remask";
@@ -505,13 +522,14 @@ TEST(KernelInterpreter, MaskedResultsAreNotReusedOutsideTheirBranch) {
   Tensor to2 = kiln::zeros({n}, kiln::TensorOptions().dtype(kiln::kInt64));
   EXPECT_TRUE(throws_error_containing(
       [&] {
-        kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(xs, {n}),
-                                               kiln::from_vector(ds, {n}), to, to2});
+        run_on(
+            GetParam(), k,
+            std::vector<Tensor>{kiln::from_vector(xs, {n}), kiln::from_vector(ds, {n}), to, to2});
       },
       {"kernel remask: integer division by zero in `load %x[%i] / load %d[%i]`"}));
 }
 
-TEST(KernelInterpreter, MaskedAccumulateCountsOnlyActiveLanes) {
+TEST_P(KernelExecutor, MaskedAccumulateCountsOnlyActiveLanes) {
   // count = number of x[i] > 0, and sum of those x[i], over 1000 elements (four batches).
   const int64_t n = 1000;
   std::vector<float> xs = values(static_cast<size_t>(n), 5);
@@ -532,7 +550,7 @@ TEST(KernelInterpreter, MaskedAccumulateCountsOnlyActiveLanes) {
                  LoopKind::Vector),
             store(o, b.iconstant(0), b.var_ref(c)), store(s, b.iconstant(0), b.var_ref(a))};
   Tensor to = kiln::empty({1}, kiln::TensorOptions().dtype(kiln::kInt64)), ts = kiln::empty({1});
-  kir::run_kernel(k, std::vector<Tensor>{kiln::from_vector(xs, {n}), to, ts});
+  run_on(GetParam(), k, std::vector<Tensor>{kiln::from_vector(xs, {n}), to, ts});
   int64_t count = 0;
   float sum = 0;
   for (float v : xs) {
@@ -544,5 +562,7 @@ TEST(KernelInterpreter, MaskedAccumulateCountsOnlyActiveLanes) {
   EXPECT_EQ(to.to_vector<int64_t>()[0], count);
   EXPECT_EQ(ts.to_vector<float>()[0], sum);
 }
+
+INSTANTIATE_TEST_SUITE_P(Executors, KernelExecutor, testing::ValuesIn(executors()), executor_name);
 
 }  // namespace

@@ -16,6 +16,10 @@
 #include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/codegen/kernel_ir/kernel_printer.h"
 #include "kiln/codegen/kernel_ir/kernel_verifier.h"
+#include "kiln/config.h"
+#if KILN_WITH_LLVM
+#include "kiln/codegen/llvm/llvm_backend.h"
+#endif
 #include "kiln/kiln.h"
 
 namespace kir_test {
@@ -114,14 +118,44 @@ inline kir::Kernel pointwise_kernel(const std::string& name, const std::vector<k
   return k;
 }
 
-// Runs `k` on the inputs, writing a fresh output of `out_dtype` and shape {n}.
+// The executors of kernel IR: the interpreter (the reference) and each compiled backend built
+// in. Tests of kernel semantics run on every one of them (TEST_P over executors()).
+enum class Executor { Interpreter, Llvm };
+
+inline std::vector<Executor> executors() {
+#if KILN_WITH_LLVM
+  return {Executor::Interpreter, Executor::Llvm};
+#else
+  return {Executor::Interpreter};
+#endif
+}
+
+inline std::string executor_name(const testing::TestParamInfo<Executor>& info) {
+  return info.param == Executor::Interpreter ? "interpreter" : "llvm";
+}
+
+// Runs `k` on `args` (bound as kir::run_kernel binds them) with executor `e`.
+inline void run_on(Executor e, const kir::Kernel& k, std::span<const kiln::Tensor> args) {
+#if KILN_WITH_LLVM
+  if (e == Executor::Llvm) {
+    kiln::codegen::LlvmCompileOptions o;
+    o.disk_cache = false;  // hermetic: the cache has its own tests
+    kiln::codegen::llvm_run(*kiln::codegen::llvm_compile(k, o), k, args);
+    return;
+  }
+#endif
+  (void)e;
+  kir::run_kernel(k, args);
+}
+
+// Runs `k` on the inputs with executor `e`, writing a fresh output of `out_dtype` and shape {n}.
 inline kiln::Tensor run_pointwise(const kir::Kernel& k, const std::vector<kiln::Tensor>& ins,
-                                  kiln::DType out_dtype) {
+                                  kiln::DType out_dtype, Executor e = Executor::Interpreter) {
   int64_t n = k.buffers.back().extent;
   kiln::Tensor out = kiln::empty({n}, kiln::TensorOptions().dtype(out_dtype));
   std::vector<kiln::Tensor> args = ins;
   args.push_back(out);
-  kir::run_kernel(k, args);
+  run_on(e, k, args);
   return out;
 }
 

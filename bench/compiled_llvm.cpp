@@ -1,0 +1,151 @@
+// Compiled (LLVM backend) workloads of the LLVM issue against the copy bandwidth measured in the
+// same process and against Kiln eager: the GELU-tanh composite on 2^24 floats (forward, and
+// forward+backward), a composite LayerNorm over [8192, 1024] (forward+backward) and a composite
+// softmax over [8192, 1024] (forward). Ideal bytes: inputs read once plus outputs written once.
+// BM_LlvmCompileGelu times code generation of the GELU forward and backward kernels: cold (no
+// caches) and warm from the disk cache, as a new process loads them.
+#include <chrono>
+
+#include "bench_util.h"
+#include "kiln/codegen/llvm/llvm_backend.h"
+#include "kiln/frontend/compile/plan.h"
+#include "kiln/kiln.h"
+
+namespace {
+
+using kiln::Tensor;
+constexpr int64_t kLarge = int64_t{1} << 24;
+constexpr int64_t kRows = 8192, kCols = 1024;
+
+Tensor gelu_tanh(const Tensor& x) {
+  Tensor inner = (x + x * x * x * 0.044715) * 0.7978845608028654;
+  return x * 0.5 * (inner.tanh() + 1.0);
+}
+Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor mu = kiln::mean(x, {1}, true);
+  Tensor d = x - mu;
+  Tensor var = kiln::mean(d * d, {1}, true);
+  return d * (var + 1e-5).rsqrt() * w + b;
+}
+Tensor softmax(const Tensor& x) {
+  Tensor e = (x - kiln::amax(x, {1}, true)).exp();
+  return e / kiln::sum(e, {1}, true);
+}
+
+using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// One call: forward, plus backward of sum(out * g) when `grads` is set.
+double run_once(const Fn& f, const std::vector<Tensor>& inputs, const Tensor* grad) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Tensor> ins;
+  for (const Tensor& t : inputs)
+    ins.push_back(grad ? t.detach().requires_grad_() : t);
+  Tensor y = f(ins)[0];
+  if (grad) y.backward(*grad);
+  benchmark::DoNotOptimize(y.raw_data());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Median of a few eager calls: the denominator of the speedup counter.
+double eager_seconds(const Fn& f, const std::vector<Tensor>& inputs, const Tensor* grad) {
+  std::vector<double> t;
+  for (int i = 0; i < 5; ++i)
+    t.push_back(run_once(f, inputs, grad));
+  std::sort(t.begin(), t.end());
+  return t[2];
+}
+
+void run(benchmark::State& state, const Fn& eager, const std::vector<Tensor>& inputs,
+         const Tensor* grad, int64_t ideal_bytes) {
+  bool compiled = state.range(0) != 0;
+  kiln::CompiledFunction cf = kiln::compile(eager, {.backend = kiln::Backend::LLVM});
+  Fn f = compiled ? Fn([&](const std::vector<Tensor>& in) { return cf(in); }) : eager;
+  run_once(f, inputs, grad);  // compile (and warm up)
+  kiln::bench::LoopTimer timer;
+  for (auto _ : state)
+    run_once(f, inputs, grad);
+  double per_iter = timer.seconds() / static_cast<double>(state.iterations());
+  kiln::bench::report_bandwidth(state, timer, ideal_bytes);
+  if (compiled) {
+    state.counters["speedup_vs_eager"] = eager_seconds(eager, inputs, grad) / per_iter;
+    state.counters["kernels"] =
+        static_cast<double>(cf.stats().forward_kernels + (grad ? cf.stats().backward_kernels : 0));
+  }
+  state.SetLabel(compiled ? "llvm" : "eager");
+}
+
+void BM_GeluForward(benchmark::State& state) {
+  Tensor x = kiln::randn({kLarge});
+  run(
+      state, [](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu_tanh(in[0])}; },
+      {x}, nullptr, 2 * kLarge * 4);
+}
+BENCHMARK(BM_GeluForward)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Forward+backward: reads x, writes y; backward reads x and dy, writes dx (x is read twice, since
+// the two passes are separate calls; the ideal counts it once).
+void BM_GeluForwardBackward(benchmark::State& state) {
+  Tensor x = kiln::randn({kLarge}), g = kiln::randn({kLarge});
+  run(
+      state, [](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu_tanh(in[0])}; },
+      {x}, &g, 4 * kLarge * 4);
+}
+BENCHMARK(BM_GeluForwardBackward)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_LayerNormForwardBackward(benchmark::State& state) {
+  Tensor x = kiln::randn({kRows, kCols}), g = kiln::randn({kRows, kCols});
+  Tensor w = kiln::rand({kCols}), b = kiln::rand({kCols});
+  // Inputs x, dy (w, b) read once; outputs y, dx (dw, db) written once.
+  run(
+      state,
+      [w, b](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{layer_norm(in[0], w, b)};
+      },
+      {x}, &g, 4 * kRows * kCols * 4 + 4 * kCols * 4);
+}
+BENCHMARK(BM_LayerNormForwardBackward)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_SoftmaxForward(benchmark::State& state) {
+  Tensor x = kiln::randn({kRows, kCols});
+  run(
+      state, [](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0])}; }, {x},
+      nullptr, 2 * kRows * kCols * 4);
+}
+BENCHMARK(BM_SoftmaxForward)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The GELU forward and backward kernels, lowered (not compiled) from the traced function.
+std::vector<std::shared_ptr<const kiln::kir::Kernel>> gelu_kernels() {
+  Tensor x = kiln::randn({kLarge}).requires_grad_();
+  auto fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu_tanh(in[0])}; };
+  auto plan = kiln::compile_detail::capture_plan(fn, {x}, kiln::compile_detail::Signature::of({x}),
+                                                 true, false, kiln::Backend::Interpreter);
+  std::vector<std::shared_ptr<const kiln::kir::Kernel>> ks;
+  for (const auto& g : {plan->forward, plan->backward})
+    for (const kiln::ir::Node* n : g->nodes())
+      if (n->kind() == kiln::ir::NodeKind::FusionGroup && n->fusion_group().kernel)
+        ks.push_back(n->fusion_group().kernel);
+  return ks;
+}
+
+// Arg 0: cold, no caches (IR emission, O3, object code, linking). Arg 1: warm from the disk cache
+// with the memory cache off, as a new process finds the objects (read, check, link).
+void BM_LlvmCompileGelu(benchmark::State& state) {
+  auto kernels = gelu_kernels();
+  kiln::codegen::LlvmCompileOptions o;
+  o.memory_cache = false;
+  o.disk_cache = state.range(0) != 0;
+  for (const auto& k : kernels)
+    kiln::codegen::llvm_compile(*k, o);  // the warm case's files exist from here on
+  for (auto _ : state)
+    for (const auto& k : kernels)
+      benchmark::DoNotOptimize(kiln::codegen::llvm_compile(*k, o).get());
+  state.counters["kernels"] = static_cast<double>(kernels.size());
+  state.SetLabel(state.range(0) ? "warm (disk cache)" : "cold");
+}
+BENCHMARK(BM_LlvmCompileGelu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(10);
+
+}  // namespace
