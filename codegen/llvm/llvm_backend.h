@@ -31,20 +31,19 @@ class LlvmKernel final : public CompiledKernel {
  public:
   using EntryFn = void (*)(void**);
   LlvmKernel(std::shared_ptr<const kir::Kernel> kernel, EntryFn fn, std::string key)
-      : name_(kernel->name), kernel_(std::move(kernel)), fn_(fn), key_(std::move(key)) {}
+      : kernel_(std::move(kernel)), fn_(fn), key_(std::move(key)) {}
   std::string_view backend() const override { return "llvm"; }
   // Throws kiln::Error naming the expression when the kernel divided an integer by zero.
   void launch(std::span<void* const> buffers) const override;
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return kernel_->name; }
   const std::string& key() const { return key_; }  // the content hash, hex
   // (file name, text): <name>.ll (as emitted), <name>.opt.ll (after O3) and <name>.s, when
   // compiled with keep_debug_text.
   std::vector<std::pair<std::string, std::string>> debug_files;
 
  private:
-  std::string name_;
-  std::shared_ptr<const kir::Kernel> kernel_;  // for error messages
+  std::shared_ptr<const kir::Kernel> kernel_;  // its name and, for errors, its expressions
   EntryFn fn_;
   std::string key_;
 };

@@ -16,7 +16,8 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
-#include <atomic>
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -308,16 +309,26 @@ std::shared_ptr<const LlvmKernel> Jit::compile(const kir::Kernel& k, const LlvmC
 
 void LlvmKernel::launch(std::span<void* const> buffers) const {
   KILN_CHECK(buffers.size() == kernel_->buffers.size(),
-             "llvm backend: kernel {}: launched with {} buffers, takes {}", name_, buffers.size(),
+             "llvm backend: kernel {}: launched with {} buffers, takes {}", name(), buffers.size(),
              kernel_->buffers.size());
   int32_t status = 0;
-  std::vector<void*> args(buffers.begin(), buffers.end());
-  args.push_back(&status);
-  fn_(args.data());
+  // The argument block on the stack: launches are the hot path, kernels rarely have more than
+  // FusionOptions::max_kernel_args (32) buffers.
+  constexpr size_t kOnStack = 64;
+  std::array<void*, kOnStack + 1> small{};
+  std::vector<void*> large;
+  void** args = small.data();
+  if (buffers.size() > kOnStack) {
+    large.resize(buffers.size() + 1);
+    args = large.data();
+  }
+  std::copy(buffers.begin(), buffers.end(), args);
+  args[buffers.size()] = &status;
+  fn_(args);
   if (status != 0) {
     auto id = static_cast<kir::ExprId>(status - 1);
     KILN_ERROR(
-        "llvm backend: kernel {}: integer division by zero in `{}`", name_,
+        "llvm backend: kernel {}: integer division by zero in `{}`", name(),
         id < static_cast<kir::ExprId>(kernel_->exprs.size()) ? kir::expr_str(*kernel_, id) : "?");
   }
 }
