@@ -35,42 +35,6 @@ bool same_expr(const Kernel& k, ExprId a, ExprId b) {
   return true;
 }
 
-bool reads_var(const Kernel& k, ExprId e, VarId v) {
-  const Expr& x = k.exprs[static_cast<size_t>(e)];
-  if (x.kind == ExprKind::Var) return x.var == v;
-  for (int i = 0; i < expr_arity(x.kind); ++i)
-    if (reads_var(k, x.args[i], v)) return true;
-  return false;
-}
-
-// The coefficient c of index = c * v + (terms without v), or nullopt when the index is not of
-// that form. A nonzero c means distinct iterations of loop v touch distinct elements.
-std::optional<int64_t> coefficient(const Kernel& k, ExprId e, VarId v) {
-  const Expr& x = k.exprs[static_cast<size_t>(e)];
-  if (!reads_var(k, e, v)) return 0;
-  if (x.kind == ExprKind::Var) return 1;
-  if (x.kind == ExprKind::Unary && static_cast<UnaryOp>(x.op) == UnaryOp::Neg) {
-    auto c = coefficient(k, x.args[0], v);
-    if (c && *c != std::numeric_limits<int64_t>::min()) return -*c;
-    return std::nullopt;
-  }
-  if (x.kind != ExprKind::Binary) return std::nullopt;
-  auto op = static_cast<BinaryOp>(x.op);
-  auto a = coefficient(k, x.args[0], v), b = coefficient(k, x.args[1], v);
-  if (!a || !b) return std::nullopt;
-  int64_t r = 0;
-  if (op == BinaryOp::Add && !__builtin_add_overflow(*a, *b, &r)) return r;
-  if (op == BinaryOp::Sub && !__builtin_sub_overflow(*a, *b, &r)) return r;
-  if (op == BinaryOp::Mul) {
-    // Only (v-term) * constant stays affine.
-    const Expr& ca = k.exprs[static_cast<size_t>(x.args[0])];
-    const Expr& cb = k.exprs[static_cast<size_t>(x.args[1])];
-    if (cb.kind == ExprKind::Const && !__builtin_mul_overflow(*a, cb.ivalue, &r)) return r;
-    if (ca.kind == ExprKind::Const && !__builtin_mul_overflow(*b, ca.ivalue, &r)) return r;
-  }
-  return std::nullopt;
-}
-
 bool overlap(const BoundBuffer& a, const BoundBuffer& b) {
   if (a.extent == 0 || b.extent == 0) return false;
   auto lo_a = reinterpret_cast<uintptr_t>(a.data), lo_b = reinterpret_cast<uintptr_t>(b.data);
@@ -156,7 +120,7 @@ bool needs_sequential(const Kernel& k, const Stmt& loop, std::span<const BoundBu
       // same one in both accesses.
       if (ba.data != bb.data || ba.dtype != bb.dtype || !same_expr(k, a.index, b.index))
         return true;
-      auto c = coefficient(k, a.index, loop_var);
+      auto c = affine_coefficient(k, a.index, loop_var);
       if (!c || *c == 0) return true;
     }
   }

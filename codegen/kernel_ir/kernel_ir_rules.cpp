@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+#include <optional>
+
 #include "kiln/ir/type.h"
 
 namespace kiln::kir {
@@ -180,6 +183,40 @@ std::string expr_problem(const Kernel& k, ExprId self, const Expr& e) {
       return {};
   }
   return {};
+}
+
+bool reads_var(const Kernel& k, ExprId e, VarId v) {
+  const Expr& x = k.exprs[static_cast<size_t>(e)];
+  if (x.kind == ExprKind::Var) return x.var == v;
+  for (int i = 0; i < expr_arity(x.kind); ++i)
+    if (reads_var(k, x.args[i], v)) return true;
+  return false;
+}
+
+std::optional<int64_t> affine_coefficient(const Kernel& k, ExprId e, VarId v) {
+  const Expr& x = k.exprs[static_cast<size_t>(e)];
+  if (!reads_var(k, e, v)) return 0;
+  if (x.kind == ExprKind::Var) return 1;
+  if (x.kind == ExprKind::Unary && static_cast<UnaryOp>(x.op) == UnaryOp::Neg) {
+    auto c = affine_coefficient(k, x.args[0], v);
+    if (c && *c != std::numeric_limits<int64_t>::min()) return -*c;
+    return std::nullopt;
+  }
+  if (x.kind != ExprKind::Binary) return std::nullopt;
+  auto op = static_cast<BinaryOp>(x.op);
+  auto a = affine_coefficient(k, x.args[0], v), b = affine_coefficient(k, x.args[1], v);
+  if (!a || !b) return std::nullopt;
+  int64_t r = 0;
+  if (op == BinaryOp::Add && !__builtin_add_overflow(*a, *b, &r)) return r;
+  if (op == BinaryOp::Sub && !__builtin_sub_overflow(*a, *b, &r)) return r;
+  if (op == BinaryOp::Mul) {
+    // Only (v-term) * constant stays affine.
+    const Expr& ca = k.exprs[static_cast<size_t>(x.args[0])];
+    const Expr& cb = k.exprs[static_cast<size_t>(x.args[1])];
+    if (cb.kind == ExprKind::Const && !__builtin_mul_overflow(*a, cb.ivalue, &r)) return r;
+    if (ca.kind == ExprKind::Const && !__builtin_mul_overflow(*b, ca.ivalue, &r)) return r;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kiln::kir

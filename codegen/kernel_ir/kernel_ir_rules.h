@@ -3,6 +3,8 @@
 // have been assembled or edited by hand.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kiln/codegen/kernel_ir/kernel_ir.h"
@@ -23,5 +25,12 @@ int expr_arity(ExprKind kind);
 // What is wrong with expression `e`, which has (or is about to get) id `self` in kernel `k`;
 // empty when nothing is. Operands must have smaller ids, so the arena is acyclic.
 std::string expr_problem(const Kernel& k, ExprId self, const Expr& e);
+
+// Whether expression `e` reads variable `v`.
+bool reads_var(const Kernel& k, ExprId e, VarId v);
+
+// The coefficient c of an index e = c * v + (terms without v), or nullopt when e is not of that
+// form. A nonzero c means distinct iterations of loop v touch distinct elements.
+std::optional<int64_t> affine_coefficient(const Kernel& k, ExprId e, VarId v);
 
 }  // namespace kiln::kir
