@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "kiln/codegen/kernel_ir/kernel_ir_rules.h"
 #include "kiln/codegen/kernel_ir/kernel_verifier.h"
 #include "kiln/passes/fusion_space.h"
 #include "kiln/runtime/error.h"
@@ -58,6 +59,7 @@ class Lowering {
     dim_vars_.assign(a_.space.full.size(), -1);
 
     std::vector<Stmt> kbody;
+    kbody_ = &kbody;
     std::vector<std::pair<size_t, VarId>> kept_loops = make_vars(false, "i");
     for (const ir::Node* n : members)
       lower_kept_member(*n, kbody);
@@ -69,9 +71,14 @@ class Lowering {
     if (!full_outputs.empty()) {
       std::vector<std::pair<size_t, VarId>> loops = make_vars(true, "r");
       memo_.clear();
+      current_nest_ = -1;
       std::vector<Stmt> body;
       for (size_t j : full_outputs)
         body.push_back(store(j, SpaceRole::Full));
+      // The row cache's own store goes last: the other stores may still read the cached value.
+      std::stable_partition(body.begin(), body.end(), [&](const Stmt& st) {
+        return !cache_ || st.buffer != out_buffers_[cache_->output];
+      });
       for (Stmt& s : wrap(std::move(body), loops, false, true))
         kbody.push_back(std::move(s));
     }
@@ -208,10 +215,107 @@ class Lowering {
     auto it = memo_.find(v);
     if (it != memo_.end()) return it->second;
     const ir::Node& n = *v->node();
-    ExprId e = n.op()->has(kView) ? operand(n.input(0), v->type().sizes, SpaceRole::Full)
-                                  : compute(n, SpaceRole::Full);
+    ExprId e;
+    if (n.op()->has(kView)) {
+      e = operand(n.input(0), v->type().sizes, SpaceRole::Full);
+    } else if (std::optional<ExprId> c = cached(v)) {
+      e = *c;
+    } else {
+      e = compute(n, SpaceRole::Full);
+      if (current_nest_ >= 0) first_computed_.try_emplace(v, current_nest_, e);
+    }
     memo_[v] = e;
     return e;
+  }
+
+  // ---- the row cache ----
+  // Note [Row cache]
+  // A reduction group walks each kept point's row once per reduction and once more for its
+  // full-space outputs, and each walk recomputes the full-space values it reads: softmax would
+  // evaluate exp(x - max) in its sum loop and again in its output loop. When a walk needs a
+  // value an earlier walk computed, and that value is expensive (a transcendental), the earlier
+  // walk also stores it into a full-space output buffer of the same dtype, and later walks load
+  // it from there; the output's own store, in the last walk, overwrites it at the same element.
+  // The round trip is exact (same dtype), so the results are bit-identical to recomputing. One
+  // value per kernel, and only rows small enough to stay in cache between the walks.
+  struct Cache {
+    const ir::Value* value;
+    size_t output;
+  };
+  struct Nest {
+    size_t position;            // of the nest's outer loop in the kept-point body
+    std::vector<VarId> coords;  // dim_vars_ inside the nest
+  };
+  static constexpr int64_t kRowCacheBytes = 64 * 1024;
+
+  // The value `v` as loaded from the row cache (assigning it when `v` qualifies), or nullopt.
+  std::optional<ExprId> cached(const ir::Value* v) {
+    auto first = first_computed_.find(v);
+    if (first == first_computed_.end() || first->second.first == current_nest_) return std::nullopt;
+    if (!cache_) {
+      std::optional<size_t> j = cache_output_for(v, first->second.second);
+      if (!j) return std::nullopt;
+      cache_ = Cache{v, *j};
+      // The earlier walk stores the value it computed, indexed by that walk's loop variables.
+      const Nest& nest = nests_[static_cast<size_t>(first->second.first)];
+      std::vector<VarId> here = dim_vars_;
+      dim_vars_ = nest.coords;
+      Stmt st = store_at(*j, first->second.second);
+      dim_vars_ = std::move(here);
+      innermost_body(*kbody_, nest.position).push_back(std::move(st));
+    }
+    if (cache_->value != v) return std::nullopt;
+    const ir::TensorType& t = g_.outputs()[cache_->output]->type();
+    Geometry g{g_.outputs()[cache_->output], t.sizes, t.effective_strides(), 0};
+    return b_.load(out_buffers_[cache_->output], index(g, coords(t.sizes, SpaceRole::Full)));
+  }
+
+  // A contiguous full-space output of `v`'s dtype, when `v` (computed as `e`) is worth caching.
+  std::optional<size_t> cache_output_for(const ir::Value* v, ExprId e) const {
+    const ir::TensorType& vt = v->type();
+    int64_t row = a_.space.reduced_numel();
+    if (row <= 1 || row * static_cast<int64_t>(element_size(vt.dtype)) > kRowCacheBytes)
+      return std::nullopt;
+    if (!is_transcendental(e)) return std::nullopt;
+    int64_t full = 1;
+    for (int64_t s : a_.space.full)
+      full *= s;
+    for (size_t j = 0; j < g_.outputs().size(); ++j) {
+      const ir::TensorType& t = g_.outputs()[j]->type();
+      if (role(g_.outputs()[j]) != SpaceRole::Full || t.dtype != vt.dtype || t.numel() != full)
+        continue;
+      if (t.effective_strides() == contiguous_strides(t.sizes)) return j;
+    }
+    return std::nullopt;
+  }
+
+  bool is_transcendental(ExprId root) const {
+    std::vector<ExprId> todo{root};
+    std::unordered_map<ExprId, bool> seen;
+    while (!todo.empty()) {
+      ExprId e = todo.back();
+      todo.pop_back();
+      if (!seen.emplace(e, true).second) continue;
+      const kir::Expr& x = k_.exprs[static_cast<size_t>(e)];
+      if (x.kind == kir::ExprKind::Unary) {
+        auto op = static_cast<kir::UnaryOp>(x.op);
+        if (op != kir::UnaryOp::Neg && op != kir::UnaryOp::Abs && op != kir::UnaryOp::Not)
+          return true;
+      }
+      if (x.kind == kir::ExprKind::Binary && static_cast<kir::BinaryOp>(x.op) == kir::BinaryOp::Pow)
+        return true;
+      if (x.kind == kir::ExprKind::Load) continue;
+      for (int i = 0; i < kir::expr_arity(x.kind); ++i)
+        todo.push_back(x.args[i]);
+    }
+    return false;
+  }
+
+  static std::vector<Stmt>& innermost_body(std::vector<Stmt>& kbody, size_t position) {
+    Stmt* s = &kbody[position];
+    while (s->body.size() == 1 && s->body[0].kind == kir::StmtKind::Loop)
+      s = &s->body[0];
+    return s->body;
   }
 
   // A pointwise member's value: its op's expression (OpDef::expr) over its operands, rounded to
@@ -269,6 +373,8 @@ class Lowering {
     kbody.push_back(std::move(decl));
     std::vector<std::pair<size_t, VarId>> loops = make_vars(true, "r");
     memo_.clear();
+    current_nest_ = static_cast<int>(nests_.size());
+    nests_.push_back(Nest{kbody.size(), dim_vars_});
     Stmt upd;
     upd.kind = kir::StmtKind::Accumulate;
     upd.var = acc;
@@ -319,13 +425,20 @@ class Lowering {
 
   Stmt store(size_t j, SpaceRole space) {
     const ir::Value* v = g_.outputs()[j];
+    if (space == SpaceRole::Kept) return store_at(j, kept_.at(v), space);
+    return store_at(j, full_value(v), space);
+  }
+
+  // Output `j` at the current point of `space` (its loop variables in dim_vars_) set to `value`.
+  Stmt store_at(size_t j, ExprId value, SpaceRole space = SpaceRole::Full) {
+    const ir::Value* v = g_.outputs()[j];
     const ir::TensorType& t = v->type();
     Geometry g{v, t.sizes, t.effective_strides(), 0};
     Stmt s;
     s.kind = kir::StmtKind::Store;
     s.buffer = out_buffers_[j];
     s.index = index(g, coords(t.sizes, space));
-    s.value = space == SpaceRole::Kept ? kept_.at(v) : full_value(v);
+    s.value = value;
     return s;
   }
 
@@ -339,6 +452,12 @@ class Lowering {
   std::unordered_map<const ir::Value*, ExprId> kept_;
   std::unordered_map<const ir::Value*, ExprId> memo_;  // Full values in the current loop nest
   int reduction_nests_ = 0;
+  std::vector<Stmt>* kbody_ = nullptr;  // the kept-point body, which holds the nests
+  std::vector<Nest> nests_;             // the reduction nests, in order
+  int current_nest_ = -1;               // the nest being built; -1: the output nest
+  // Full values by the nest that first computed them, with the expression it computed.
+  std::unordered_map<const ir::Value*, std::pair<int, ExprId>> first_computed_;
+  std::optional<Cache> cache_;
   int lets_ = 0;
   int accs_ = 0;
 };
