@@ -6,9 +6,12 @@
 #include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <map>
 #include <unordered_map>
 
+#include "kiln/codegen/kernel_ir/kernel_ir_rules.h"
 #include "kiln/codegen/kernel_ir/kernel_printer.h"
 #include "kiln/codegen/llvm/llvm_math.h"
 #include "kiln/runtime/error.h"
@@ -34,10 +37,56 @@ bool has_accumulate(const std::vector<Stmt>& body) {
   return false;
 }
 
+// Calls f(expr) once for each expression that the statements of `body` (and the blocks in them)
+// use, operands included.
+template <class F>
+void for_each_expr(const kir::Kernel& k, const std::vector<Stmt>& body, const F& f) {
+  std::vector<ExprId> todo;
+  std::function<void(const std::vector<Stmt>&)> roots = [&](const std::vector<Stmt>& b) {
+    for (const Stmt& s : b) {
+      for (ExprId e : {s.value, s.index, s.cond})
+        if (e != kir::kNoExpr) todo.push_back(e);
+      roots(s.body);
+      roots(s.else_body);
+    }
+  };
+  roots(body);
+  std::vector<uint8_t> seen(k.exprs.size(), 0);
+  while (!todo.empty()) {
+    ExprId e = todo.back();
+    todo.pop_back();
+    if (seen[static_cast<size_t>(e)]++) continue;
+    const kir::Expr& x = k.exprs[static_cast<size_t>(e)];
+    f(x);
+    for (int i = 0; i < kir::expr_arity(x.kind); ++i)
+      todo.push_back(x.args[i]);
+  }
+}
+
+// Whether `body` accumulates into a float64 variable values loaded as 32 bits or narrower: a
+// float32 sum that Note [Fused reduction accuracy] keeps in float64.
+bool widens_into_f64(const kir::Kernel& k, const std::vector<Stmt>& body) {
+  std::function<bool(const std::vector<Stmt>&)> f64_acc = [&](const std::vector<Stmt>& b) {
+    return std::any_of(b.begin(), b.end(), [&](const Stmt& s) {
+      return (s.kind == StmtKind::Accumulate &&
+              k.vars[static_cast<size_t>(s.var)].dtype == kFloat64) ||
+             f64_acc(s.body) || f64_acc(s.else_body);
+    });
+  };
+  if (!f64_acc(body)) return false;
+  bool narrow_load = false;
+  for_each_expr(k, body, [&](const kir::Expr& x) {
+    if (x.kind == ExprKind::Load && is_floating(x.dtype) && element_size(x.dtype) <= 4)
+      narrow_load = true;
+  });
+  return narrow_load;
+}
+
 class Emitter {
  public:
-  Emitter(const kir::Kernel& k, const std::string& symbol, llvm::LLVMContext& ctx)
-      : k_(k), symbol_(symbol), ctx_(ctx), b_(ctx) {
+  Emitter(const kir::Kernel& k, const std::string& symbol, llvm::LLVMContext& ctx,
+          unsigned vector_bits)
+      : k_(k), symbol_(symbol), ctx_(ctx), b_(ctx), vector_bits_(vector_bits) {
     // No fast-math flags: every float operation rounds as the kernel-IR interpreter's does, so
     // the two agree bit for bit (Note [LLVM agrees with the interpreter]).
     module_ = std::make_unique<llvm::Module>(symbol, ctx);
@@ -146,6 +195,7 @@ class Emitter {
     alloca_builder_ = std::make_unique<llvm::IRBuilder<>>(entry);
     b_.SetInsertPoint(entry);
     vars_.clear();
+    nan_flags_.clear();
     div_by_zero_ = nullptr;
     vector_depth_ = 0;
     for (size_t i = 0; i < stmts.size(); ++i) {
@@ -225,6 +275,29 @@ class Emitter {
   }
   void write_var(VarId v, llvm::Value* x) { b_.CreateStore(x, var_slot(v)); }
 
+  // A float max or min accumulator, whose NaN lives in a flag beside it (Note [NaN flags]).
+  bool has_nan_flag(ReduceOp op, DType t) const {
+    return is_floating(t) && (op == ReduceOp::Max || op == ReduceOp::Min);
+  }
+  llvm::AllocaInst* nan_flag(VarId v) {
+    auto it = nan_flags_.find(v);
+    if (it != nan_flags_.end()) return it->second;
+    llvm::BasicBlock& entry = fn_->getEntryBlock();
+    alloca_builder_->SetInsertPoint(&entry, entry.getFirstInsertionPt());
+    llvm::AllocaInst* slot = alloca_builder_->CreateAlloca(
+        b_.getInt1Ty(), nullptr, k_.vars.at(static_cast<size_t>(v)).name + ".nan");
+    nan_flags_.emplace(v, slot);
+    return slot;
+  }
+  // A variable as the kernel reads it: a flagged accumulator gives NaN once a NaN was combined.
+  llvm::Value* read_value(VarId v) {
+    llvm::Value* x = read_var(v);
+    auto it = nan_flags_.find(v);
+    if (it == nan_flags_.end()) return x;
+    llvm::Value* flag = b_.CreateLoad(b_.getInt1Ty(), it->second);
+    return b_.CreateSelect(flag, llvm::ConstantFP::getNaN(x->getType()), x);
+  }
+
   // ---- statements ----
 
   void block(const std::vector<Stmt>& body) {
@@ -241,8 +314,11 @@ class Emitter {
         return store(s);
       case StmtKind::Let:
         return write_var(s.var, expr(s.value));
-      case StmtKind::Accumulator:
-        return write_var(s.var, identity(s.reduce, k_.vars[static_cast<size_t>(s.var)].dtype));
+      case StmtKind::Accumulator: {
+        DType t = k_.vars[static_cast<size_t>(s.var)].dtype;
+        if (has_nan_flag(s.reduce, t)) b_.CreateStore(b_.getFalse(), nan_flag(s.var));
+        return write_var(s.var, identity(s.reduce, t));
+      }
       case StmtKind::Accumulate:
         return accumulate(s);
       case StmtKind::If:
@@ -251,6 +327,10 @@ class Emitter {
   }
 
   void loop(const Stmt& s, llvm::Value* begin, llvm::Value* end) {
+    if (s.loop_kind == LoopKind::Parallel) plan_prefetches(s);
+    if (auto it = prefetch_before_.find(&s); it != prefetch_before_.end())
+      for (const Prefetch& p : it->second)
+        prefetch_next_row(p);
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
     llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "after", fn_);
@@ -272,6 +352,79 @@ class Emitter {
     memo_.clear();
   }
 
+  // Note [Row prefetch]
+  // A fused reduction walks each row of a Parallel loop several times: the first walk reads
+  // the row from memory, the later ones from L1, and those are where the math is (softmax's
+  // exp, LayerNorm's centring and scaling). The hardware prefetchers stay a few lines ahead of
+  // the loads, so while a row computes no memory is in flight, and the next row's first walk
+  // waits on DRAM again: memory time and compute time add up. Before the second walk over an
+  // input's row (contiguous, advancing by a fixed stride per outer iteration) the kernel
+  // therefore issues prefetches for the next row's lines, which arrive during the compute.
+  // Prefetches never fault, so the last row's (past the buffer) is harmless. (Prefetching the
+  // output's next row for writing as well measured no different, so it is not done.)
+  struct Prefetch {
+    kir::BufferId buffer;
+    ExprId index;      // the load's index, which reads `inner` with coefficient 1
+    VarId inner;       // the Vector loop's variable
+    int64_t next_row;  // elements from one outer iteration's row to the next
+    int64_t extent;    // elements in a row
+  };
+
+  void plan_prefetches(const Stmt& outer) {
+    std::unordered_map<kir::BufferId, int> walks;
+    for (const Stmt& s : outer.body) {
+      if (s.kind != StmtKind::Loop || s.loop_kind != LoopKind::Vector) continue;
+      std::map<kir::BufferId, ExprId> rows;  // the first row load of each input
+      for_each_expr(k_, s.body, [&](const kir::Expr& x) {
+        if (x.kind == ExprKind::Load && !k_.buffers[static_cast<size_t>(x.buffer)].output &&
+            kir::reads_var(k_, x.args[0], outer.var) && kir::reads_var(k_, x.args[0], s.var))
+          rows.try_emplace(x.buffer, x.args[0]);
+      });
+      for (const auto& [buffer, index] : rows) {
+        if (++walks[buffer] != 2) continue;
+        std::optional<int64_t> step = kir::affine_coefficient(k_, index, outer.var);
+        std::optional<int64_t> unit = kir::affine_coefficient(k_, index, s.var);
+        if (step && *step > 0 && unit == 1)
+          prefetch_before_[&s].push_back(Prefetch{buffer, index, s.var, *step, s.extent});
+      }
+    }
+  }
+
+  void prefetch_next_row(const Prefetch& p) {
+    const kir::Buffer& buf = k_.buffers.at(static_cast<size_t>(p.buffer));
+    write_var(p.inner, b_.getInt64(0));
+    memo_.clear();
+    llvm::Value* first = b_.CreateAdd(expr(p.index), b_.getInt64(p.next_row));
+    memo_.clear();
+    // Plain (not inbounds) arithmetic: the last row's next row lies past the buffer.
+    llvm::Value* row =
+        b_.CreateGEP(storage_type(buf.dtype), buffers_[static_cast<size_t>(p.buffer)], first);
+    int64_t bytes = p.extent * static_cast<int64_t>(element_size(buf.dtype));
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "prefetch", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "prefetched", fn_);
+    b_.CreateBr(body);
+    b_.SetInsertPoint(body);
+    llvm::PHINode* offset = b_.CreatePHI(b_.getInt64Ty(), 2);
+    offset->addIncoming(b_.getInt64(0), pre);
+    llvm::Value* line = b_.CreateGEP(b_.getInt8Ty(), row, offset);
+    // read, high locality (to L1), data cache
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
+                       {line, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+    llvm::Value* next = b_.CreateAdd(offset, b_.getInt64(64));
+    offset->addIncoming(next, body);
+    llvm::BranchInst* back =
+        b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(bytes)), body, exit);
+    llvm::Metadata* ops[] = {
+        nullptr, llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}),
+        llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                 llvm::ConstantAsMetadata::get(b_.getFalse())})};
+    llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
+    md->replaceOperandWith(0, md);
+    back->setMetadata(llvm::LLVMContext::MD_loop, md);
+    b_.SetInsertPoint(exit);
+  }
+
   // A Vector loop's promise (its iterations may run in SIMD lanes, its accumulates split over
   // partial accumulators) as the loop vectorizer's hints; a reduction also gets several partial
   // vector accumulators (interleaving), so that the adds do not wait on each other.
@@ -284,6 +437,15 @@ class Emitter {
     hint("llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getTrue()));
     if (has_accumulate(s.body))
       hint("llvm.loop.interleave.count", llvm::ConstantAsMetadata::get(b_.getInt32(4)));
+    // The vectorizer sizes a loop by its widest type, so a float32 row summed in float64 would
+    // run its float32 math (exp, say) at half the lanes; a full register of float32 lanes
+    // instead costs one more add and conversion per vector.
+    if (widens_into_f64(k_, s.body))
+      hint("llvm.loop.vectorize.width",
+           llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<int32_t>(vector_bits_ / 32))));
+    // Interleaving already unrolls the vector body; O3's full unrolling of a known 1024-trip
+    // row would add 64 copies that spill registers and slow the row down.
+    ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
     llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
     md->replaceOperandWith(0, md);
     return md;
@@ -320,7 +482,37 @@ class Emitter {
     DType t = k_.vars[static_cast<size_t>(s.var)].dtype;
     llvm::Value* v = expr(s.value);
     llvm::Value* acc = read_var(s.var);
+    if (has_nan_flag(s.reduce, t)) return write_var(s.var, combine_flagged(s, acc, v));
     write_var(s.var, combine(s.reduce, t, acc, v, vector_depth_ > 0));
+  }
+
+  // Note [NaN flags]
+  // Float max and min propagate NaN (lanes::reduce). llvm.maximum does that in one operation,
+  // but x86 has no such instruction: it expands to a sign blend, a compare and two masked moves
+  // in the loop-carried chain, which made a row max four times slower than a row sum. Instead
+  // the accumulator never holds a NaN: each accumulate ORs "the operand is NaN" into a flag
+  // beside it and combines with maxnum/minnum marked nnan nsz, one vmaxps/vminps, which the
+  // vectorizer reduces in lanes like a sum (a NaN operand makes that lane poison, and the flag
+  // then selects NaN over it); reading the accumulator gives NaN when the flag is set. Outside
+  // Vector loops the combine skips NaN operands, keeping the first of two equal values. The
+  // result is the same but for the NaN's payload (a canonical quiet NaN) and, in Vector loops,
+  // the sign of a zero maximum (nsz: max(-0, +0) may be either).
+  llvm::Value* combine_flagged(const Stmt& s, llvm::Value* acc, llvm::Value* v) {
+    llvm::AllocaInst* flag = nan_flag(s.var);
+    llvm::Value* nan = b_.CreateFCmpUNO(v, v);
+    b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), flag), nan), flag);
+    bool max = s.reduce == ReduceOp::Max;
+    if (vector_depth_ > 0) {
+      auto id = max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+      auto* r = llvm::cast<llvm::Instruction>(b_.CreateBinaryIntrinsic(id, acc, v));
+      llvm::FastMathFlags fmf;
+      fmf.setNoNaNs();
+      fmf.setNoSignedZeros();
+      r->setFastMathFlags(fmf);
+      return r;
+    }
+    llvm::Value* better = max ? b_.CreateFCmpOGT(v, acc) : b_.CreateFCmpOLT(v, acc);
+    return b_.CreateSelect(better, v, acc);
   }
 
   llvm::Value* identity(ReduceOp op, DType t) {
@@ -353,10 +545,9 @@ class Emitter {
     return nullptr;
   }
 
-  // acc `op` v as lanes::reduce computes it. In a Vector loop a float sum or product may be
-  // reassociated (the loop's promise), which lets the vectorizer keep partial sums, and float
-  // max/min use llvm.maximum/minimum, which the vectorizer reduces in lanes: the same NaN
-  // propagation, but +0 counts as larger than -0 where max_nan keeps the first of two zeros.
+  // acc `op` v as lanes::reduce computes it (float max and min: combine_flagged). In a Vector
+  // loop a float sum or product may be reassociated (the loop's promise), which lets the
+  // vectorizer keep partial sums.
   llvm::Value* combine(ReduceOp op, DType t, llvm::Value* acc, llvm::Value* v, bool in_vector) {
     if (t == kBool) {
       return op == ReduceOp::Sum || op == ReduceOp::Max ? b_.CreateOr(acc, v)
@@ -377,13 +568,8 @@ class Emitter {
           return r;
         }
         case ReduceOp::Max:
-          if (in_vector) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
-          return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(v, v), b_.CreateFCmpOGT(v, acc)), v,
-                                 acc);
         case ReduceOp::Min:
-          if (in_vector) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, v);
-          return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(v, v), b_.CreateFCmpOLT(v, acc)), v,
-                                 acc);
+          break;  // combine_flagged
       }
     }
     switch (op) {
@@ -417,7 +603,7 @@ class Emitter {
         }
         break;
       case ExprKind::Var:
-        v = read_var(e.var);
+        v = read_value(e.var);
         break;
       case ExprKind::Load: {
         const kir::Buffer& buf = k_.buffers.at(static_cast<size_t>(e.buffer));
@@ -691,6 +877,9 @@ class Emitter {
   std::vector<llvm::Value*> buffers_;
   llvm::Value* status_ = nullptr;
   std::unordered_map<VarId, llvm::AllocaInst*> vars_;
+  std::unordered_map<VarId, llvm::AllocaInst*> nan_flags_;  // Note [NaN flags]
+  unsigned vector_bits_;                                    // the host's vector register width
+  std::unordered_map<const Stmt*, std::vector<Prefetch>> prefetch_before_;  // Note [Row prefetch]
   std::unordered_map<ExprId, llvm::Value*> memo_;
   llvm::AllocaInst* div_by_zero_ = nullptr;  // i32: failing expression id + 1
   int vector_depth_ = 0;
@@ -699,8 +888,8 @@ class Emitter {
 }  // namespace
 
 std::unique_ptr<llvm::Module> emit_kernel(const kir::Kernel& k, const std::string& symbol,
-                                          llvm::LLVMContext& ctx) {
-  return Emitter(k, symbol, ctx).run();
+                                          llvm::LLVMContext& ctx, unsigned vector_bits) {
+  return Emitter(k, symbol, ctx, vector_bits).run();
 }
 
 }  // namespace kiln::codegen::llvm_backend

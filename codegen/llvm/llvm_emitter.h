@@ -29,8 +29,10 @@ namespace kiln::codegen::llvm_backend {
 // exceptions that a Vector loop's promise allows:
 // - a float accumulate may be split over partial accumulators (sums and products reassociate,
 //   within their rounding); and
-// - float max/min accumulates use llvm.maximum/minimum, which propagate NaN as the interpreter
-//   does but order -0 below +0 where the interpreter keeps the first of two zeros.
+// - a float max/min accumulate may return either zero for max(-0, +0), where the interpreter
+//   keeps the first;
+// and one payload difference: a NaN max/min result is the canonical quiet NaN, not the NaN
+// operand itself (Note [NaN flags]).
 // Everything else matches: float operations carry no fast-math flags (but `contract` inside the
 // polynomial math, which the eager build's -ffp-contract=fast fuses the same way), f32 exp, log,
 // tanh and erf are the same templates (llvm_math.h), f64 transcendental functions are the same
@@ -41,8 +43,10 @@ inline constexpr const char* kIpow32Symbol = "kiln_llvm_ipow_i32";
 inline constexpr const char* kIpow64Symbol = "kiln_llvm_ipow_i64";
 
 // Emits `k` (which must verify) as a module defining `symbol`; the caller sets the target triple
-// and data layout. Throws kiln::Error for a construct the backend cannot lower.
+// and data layout. `vector_bits` is the target's vector register width, which sizes loops that
+// mix float32 data with float64 accumulators. Throws kiln::Error for a construct the backend
+// cannot lower.
 std::unique_ptr<llvm::Module> emit_kernel(const kir::Kernel& k, const std::string& symbol,
-                                          llvm::LLVMContext& ctx);
+                                          llvm::LLVMContext& ctx, unsigned vector_bits);
 
 }  // namespace kiln::codegen::llvm_backend

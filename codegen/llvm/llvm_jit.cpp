@@ -58,7 +58,7 @@ namespace {
 
 // Bump when the emitter or pipeline changes what a kernel compiles to: it is part of every key,
 // so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-llvm-2";
+constexpr const char* kCodegenVersion = "kiln-llvm-3";
 
 std::string llvm_error(llvm::Error e) {
   return llvm::toString(std::move(e));
@@ -113,6 +113,10 @@ class Jit {
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
     cpu_ = jtmb.getCPU();
     features_ = jtmb.getFeatures().getString();
+    auto has = [&](std::string_view f) {
+      return ("," + features_ + ",").find(fmt::format(",+{},", f)) != std::string::npos;
+    };
+    vector_bits_ = has("avx512f") ? 512 : has("avx") ? 256 : 128;
     tm_ = check(jtmb.createTargetMachine(), "creating the target machine");
     jit_ = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(),
                  "creating the ORC LLJIT");
@@ -155,6 +159,7 @@ class Jit {
   std::unique_ptr<llvm::TargetMachine> tm_;
   llvm::orc::JITDylib* runtime_ = nullptr;
   std::string cpu_, features_;
+  unsigned vector_bits_ = 128;
   std::unordered_map<std::string, std::shared_ptr<const LlvmKernel>> memory_;
   LlvmCacheStats stats_;
   std::string inject_;
@@ -210,7 +215,7 @@ Jit::Generated Jit::generate(const kir::Kernel& k, const std::string& symbol, bo
         (info->getSeverity() == llvm::DS_Error ? d->errors : d->text) += msg + "\n";
       },
       &diags, /*RespectFilters=*/true);
-  std::unique_ptr<llvm::Module> m = llvm_backend::emit_kernel(k, symbol, ctx);
+  std::unique_ptr<llvm::Module> m = llvm_backend::emit_kernel(k, symbol, ctx, vector_bits_);
   m->setDataLayout(jit_->getDataLayout());
   m->setTargetTriple(jit_->getTargetTriple().str());
   std::string broken;

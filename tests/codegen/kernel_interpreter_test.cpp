@@ -291,6 +291,36 @@ TEST_P(KernelExecutor, MaxAndMinAccumulatorsPropagateNaN) {
   }
 }
 
+// Rows long enough that compiled code runs them in vector lanes with several partial maxima
+// (Note [NaN flags]): a NaN anywhere, in the first or last lane of a vector, in the body or the
+// scalar tail, still makes the row's max and min NaN; rows without one match a plain loop.
+TEST_P(KernelExecutor, MaxAndMinPropagateNaNFromAnyLaneOfALongRow) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t C = 1001;  // 62 vectors of 16 and a tail of 9
+  const std::vector<int64_t> nan_at = {0, 15, 16, 63, 64, 500, 991, 992, 1000};
+  std::vector<float> base = values(static_cast<size_t>(C), 11);
+  std::vector<float> x;
+  for (int64_t p : nan_at) {
+    std::vector<float> row = base;
+    row[static_cast<size_t>(p)] = nan;
+    x.insert(x.end(), row.begin(), row.end());
+  }
+  x.insert(x.end(), base.begin(), base.end());
+  std::vector<float> mx = reduce_rows(GetParam(), ReduceOp::Max, x, C);
+  std::vector<float> mn = reduce_rows(GetParam(), ReduceOp::Min, x, C);
+  for (size_t r = 0; r < nan_at.size(); ++r) {
+    EXPECT_TRUE(std::isnan(mx[r])) << "NaN at " << nan_at[r];
+    EXPECT_TRUE(std::isnan(mn[r])) << "NaN at " << nan_at[r];
+  }
+  float want_max = -INFINITY, want_min = INFINITY;
+  for (float v : base) {
+    want_max = v > want_max ? v : want_max;
+    want_min = v < want_min ? v : want_min;
+  }
+  EXPECT_EQ(mx.back(), want_max);
+  EXPECT_EQ(mn.back(), want_min);
+}
+
 // out[i] = op(a[i], b[i]) on i32 or i64 operands.
 template <class T>
 std::vector<T> int_binary(Executor e, BinaryOp op, const std::vector<T>& a,

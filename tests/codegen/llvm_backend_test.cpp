@@ -2,6 +2,7 @@
 // references: generated code, vectorization, parallel loops, caches and the failure hook.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -167,6 +168,118 @@ TEST(LlvmBackend, OutputsMayNotAliasOtherArguments) {
   auto compiled = cg::llvm_compile(k, no_disk());
   EXPECT_THROW(cg::llvm_run(*compiled, k, std::vector<Tensor>{t, t}), kiln::Error);
   EXPECT_THROW(cg::llvm_run(*compiled, k, std::vector<Tensor>{t, kiln::ones({8})}), kiln::Error);
+}
+
+// y[r, c] = x[r, c] - max(x[r, :]) and s[r] = sum(x[r, :]) in f64, over R rows of C: a max walk,
+// a sum walk and a store walk per row of a parallel loop, like a lowered softmax.
+kir::Kernel row_walks_kernel(int64_t R, int64_t C) {
+  using namespace kir_test;
+  using kir::LoopKind;
+  using kir::ReduceOp;
+  kir::Kernel k;
+  k.name = "row_walks";
+  kir::Builder b(k);
+  kir::BufferId x = b.buffer("x", kiln::kFloat32, false, R * C);
+  kir::BufferId y = b.buffer("y", kiln::kFloat32, true, R * C);
+  kir::BufferId sum = b.buffer("s", kiln::kFloat64, true, R);
+  kir::VarId r = b.var("r", kiln::kInt64), c0 = b.var("c0", kiln::kInt64);
+  kir::VarId c1 = b.var("c1", kiln::kInt64), c2 = b.var("c2", kiln::kInt64);
+  kir::VarId mx = b.var("mx", kiln::kFloat32), acc = b.var("acc", kiln::kFloat64);
+  auto at = [&](kir::VarId c) { return add(b, mul(b, b.var_ref(r), C), b.var_ref(c)); };
+  k.body.push_back(
+      loop(r, R,
+           {accumulator(mx, ReduceOp::Max),
+            loop(c0, C, {accumulate(mx, ReduceOp::Max, b.load(x, at(c0)))}, LoopKind::Vector),
+            accumulator(acc, ReduceOp::Sum),
+            loop(c1, C, {accumulate(acc, ReduceOp::Sum, b.cast(b.load(x, at(c1)), kiln::kFloat64))},
+                 LoopKind::Vector),
+            store(sum, b.var_ref(r), b.var_ref(acc)),
+            loop(c2, C,
+                 {store(y, at(c2), b.binary(kir::BinaryOp::Sub, b.load(x, at(c2)), b.var_ref(mx)))},
+                 LoopKind::Vector)},
+           LoopKind::Parallel));
+  return k;
+}
+
+// The optimized IR of a row kernel: the second walk prefetches the next row (Note [Row
+// prefetch]), the max reduces with maxnum (Note [NaN flags]), the f32 data summed in f64 runs
+// a full register of f32 lanes, and no 1024-trip loop is unrolled away. The results match the
+// interpreter: y bit for bit, the f64 sum within its reassociation.
+TEST(LlvmBackend, RowKernelsPrefetchTheNextRowAndKeepFullVectors) {
+  const int64_t R = 37, C = 1024;
+  kir::Kernel k = row_walks_kernel(R, C);
+  cg::LlvmCompileOptions o = no_disk();
+  o.keep_debug_text = true;
+  auto compiled = cg::llvm_compile(k, o);
+  const std::string& opt = compiled->debug_files[1].second;
+  EXPECT_NE(opt.find("@llvm.prefetch"), std::string::npos) << opt;
+  EXPECT_NE(opt.find("@llvm.maxnum.v"), std::string::npos) << opt;
+  EXPECT_EQ(opt.find("@llvm.maximum"), std::string::npos) << opt;
+  bool avx512 = cg::llvm_host_description().find("+avx512f") != std::string::npos;
+  std::string lanes = avx512 ? "<16 x float>" : "<8 x float>";
+  EXPECT_NE(opt.find("fpext " + lanes), std::string::npos) << lanes << "\n" << opt;
+
+  std::vector<float> xs = ramp(R * C, -3.f, 5.f);
+  xs[static_cast<size_t>(5 * C + 700)] = std::numeric_limits<float>::quiet_NaN();  // row 5
+  Tensor x = kiln::from_vector(xs, {R * C});
+  Tensor y_ref = kiln::empty({R * C}),
+         s_ref = kiln::empty({R}, kiln::TensorOptions().dtype(kiln::kFloat64));
+  kir::run_kernel(k, std::vector<Tensor>{x, y_ref, s_ref});
+  Tensor y = kiln::empty({R * C}),
+         s = kiln::empty({R}, kiln::TensorOptions().dtype(kiln::kFloat64));
+  cg::llvm_run(*compiled, k, std::vector<Tensor>{x, y, s});
+  std::vector<float> got = y.to_vector<float>(), want = y_ref.to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (i / C == 5) {
+      ASSERT_TRUE(std::isnan(got[i])) << "at " << i;  // x - NaN
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
+  }
+  std::vector<double> sg = s.to_vector<double>(), sw = s_ref.to_vector<double>();
+  for (int64_t r = 0; r < R; ++r) {
+    if (r == 5) continue;
+    EXPECT_NEAR(sg[static_cast<size_t>(r)], sw[static_cast<size_t>(r)],
+                1e-12 * static_cast<double>(C) * 5)
+        << r;
+  }
+}
+
+// A second process finds the object the first one wrote and links it without generating code.
+// The child is forked before this process compiles the kernel, so this process's memory cache
+// cannot serve it.
+TEST(LlvmBackend, DiskCacheServesASecondProcess) {
+  namespace fs = std::filesystem;
+  fs::path root =
+      fs::temp_directory_path() / ("kiln_llvm_second_process_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  cg::LlvmCompileOptions o;
+  o.cache_dir = root.string();
+  kir::Kernel k = scaled_exp_kernel(77);
+  k.name = "second_process";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The first process: compile (a miss: code generation, then the file is written).
+    bool ok = true;
+    try {
+      int64_t compiles = cg::llvm_cache_stats().compiles;
+      cg::llvm_compile(k, o);
+      ok = cg::llvm_cache_stats().compiles == compiles + 1;
+    } catch (...) {
+      ok = false;
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  cg::LlvmCacheStats before = cg::llvm_cache_stats();
+  expect_scaled_exp(k, o);
+  cg::LlvmCacheStats after = cg::llvm_cache_stats();
+  EXPECT_EQ(after.disk_hits, before.disk_hits + 1);
+  EXPECT_EQ(after.compiles, before.compiles);  // no code generation in this process
+  fs::remove_all(root);
 }
 
 }  // namespace
