@@ -43,6 +43,11 @@ bool recomputable(const ir::Node* n) {
 // the sink. A cut separates backward from the source through saved values only, and the
 // minimum one saves the fewest bytes; the recomputable values between the cut and backward's
 // reads are run again in backward. Constants cost nothing: both graphs hold their own copy.
+// A primal costs one byte: the caller's tensor is alive for the call anyway, and saving it
+// writes nothing, where saving a value computed from it writes the value in forward and reads
+// it back in backward. So the cut recomputes from primals when it can (LayerNorm's backward
+// reads x and the saved mean, not a saved x - mean); the one byte breaks ties toward values
+// already computed. Partition::saved_bytes still counts a saved primal's full size.
 std::vector<const ir::Value*> choose_saved(const std::vector<const ir::Value*>& forward_values,
                                            const std::unordered_set<const ir::Value*>& needed) {
   std::unordered_map<const ir::Value*, int> id;
@@ -53,8 +58,8 @@ std::vector<const ir::Value*> choose_saved(const std::vector<const ir::Value*>& 
   auto out = [&](const ir::Value* v) { return 3 + 2 * id.at(v); };
   MinCut cut(2 + 2 * static_cast<int>(id.size()));
   for (const ir::Value* v : forward_values) {
-    cut.add_edge(in(v), out(v), bytes_of(v->type()));
     const ir::Node* n = v->node();
+    cut.add_edge(in(v), out(v), n->kind() == ir::NodeKind::Param ? 1 : bytes_of(v->type()));
     if (n->kind() == ir::NodeKind::Param || !recomputable(n)) {
       cut.add_edge(source, in(v), MinCut::kInfinite);
     } else {

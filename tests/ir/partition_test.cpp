@@ -26,7 +26,7 @@ constexpr const char* kJoint = R"(graph(%x : f32[4], %w : f32[4], %gy : f32[4]):
 
 TEST(Partition, SavesWhatBackwardReads) {
   auto joint = ir::parse(kJoint);
-  Partition p = partition_joint_graph(*joint, JointLayout{2, 1});
+  Partition p = partition_joint_graph(*joint, JointLayout{2, 1}, PartitionOptions{false});
   ir::verify(*p.forward);
   ir::verify(*p.backward);
   EXPECT_EQ(p.forward->str(), R"(graph(%x : f32[4], %w : f32[4]):
@@ -139,6 +139,38 @@ TEST(Partition, RematerializationSavesTheMinimumCut) {
     bwd_in.push_back(gy);
     EXPECT_EQ(interpret(*p->backward, bwd_in)[0].to_vector<float>(), whole[1].to_vector<float>());
   }
+}
+
+// LayerNorm's centring: backward reads d = x - mean(x). Saving d writes f32[64, 32] in forward;
+// saving the primal x (alive anyway) and the f32[64, 1] mean writes only the mean, and backward
+// recomputes d.
+TEST(Partition, RecomputesFromPrimalsRatherThanSavingALargeValue) {
+  auto joint = ir::parse(R"(graph(%x : f32[64, 32], %gy : f32[64, 32]):
+  %0 : f32[64, 1] = mean(%x) {dims=[1], keepdim=true}
+  %1 : f32[64, 32] = sub(%x, %0) {alpha=1}
+  %2 : f32[64, 32] = mul(%1, %1) {alpha=1}
+  %3 : f32[64, 32] = mul(%gy, %1) {alpha=1}
+  %4 : f32[64, 32] = add(%3, %3) {alpha=1}
+  return (%2, %4)
+)");
+  Partition p = partition_joint_graph(*joint, JointLayout{1, 1});
+  EXPECT_EQ(p.forward->str(), R"(graph(%x : f32[64, 32]):
+  %0 : f32[64, 1] = mean(%x) {dims=[1], keepdim=true}
+  %1 : f32[64, 32] = sub(%x, %0) {alpha=1}
+  %2 : f32[64, 32] = mul(%1, %1) {alpha=1}
+  return (%2, %x, %0)
+)");
+  EXPECT_EQ(p.num_saved, 2u);
+  EXPECT_EQ(p.saved_bytes, 64 * 32 * 4 + 64 * 4);  // the primal counts at its full size
+  Partition plain = partition_joint_graph(*joint, JointLayout{1, 1}, PartitionOptions{false});
+  EXPECT_EQ(plain.num_saved, 1u);  // d itself
+  manual_seed(5);
+  Tensor x = randn({64, 32}), gy = randn({64, 32});
+  std::vector<Tensor> whole = interpret(*joint, {x, gy});
+  std::vector<Tensor> fwd = interpret(*p.forward, {x});
+  std::vector<Tensor> bwd_in(fwd.begin() + 1, fwd.end());
+  bwd_in.push_back(gy);
+  EXPECT_EQ(interpret(*p.backward, bwd_in)[0].to_vector<float>(), whole[1].to_vector<float>());
 }
 
 TEST(Partition, NeverRecomputesMatmulsReductionsOrRandomOps) {
