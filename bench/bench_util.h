@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 namespace kiln::bench {
 
 // Bandwidth (bytes read + bytes written per second) of a parallel memcpy of `bytes` bytes on
 // the runtime's thread pool: what this machine does for a streaming workload. Median of
-// several warm runs; measured once per process and cached.
+// several warm runs, measured anew at each call: on a shared machine the bandwidth drifts
+// between benchmarks, so each workload is compared with a copy timed right after it.
 double copy_bandwidth_bytes_per_s(int64_t bytes = int64_t{64} << 20);
 
 void parallel_memcpy(char* dst, const char* src, int64_t bytes);
@@ -29,9 +31,27 @@ class LoopTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Adds "GB/s" (ideal bytes per second) and "copy_frac" (that over the copy bandwidth).
+// Adds "GB/s" (ideal bytes per second), "copy_GB/s" (copy_bandwidth_bytes_per_s() now) and
+// "copy_frac" (the one over the other).
 void report_bandwidth(benchmark::State& state, const LoopTimer& timer,
                       int64_t ideal_bytes_per_iter);
+// A parallel memcpy timed between a workload's iterations: on a shared machine the bandwidth
+// drifts by 2x within minutes, so a workload is best compared with copies that ran in the
+// same seconds as it did.
+class InterleavedCopy {
+ public:
+  explicit InterleavedCopy(int64_t bytes = int64_t{64} << 20);
+  void run_timed();  // one copy, its time recorded
+  // Adds "GB/s" (ideal bytes over the median workload time), "copy_GB/s" (bytes read and
+  // written over the median copy time) and "copy_frac".
+  void report(benchmark::State& state, std::vector<double> workload_seconds,
+              int64_t ideal_bytes_per_iter);
+
+ private:
+  std::vector<char> src_, dst_;
+  std::vector<double> seconds_;
+};
+
 // Adds "ns/op": wall time per iteration divided by ops per iteration.
 void report_ns_per_op(benchmark::State& state, const LoopTimer& timer, int64_t ops_per_iter);
 
