@@ -51,21 +51,23 @@ double median(std::vector<double> v) {
 }  // namespace
 
 InterleavedCopy::InterleavedCopy(int64_t bytes)
-    : src_(static_cast<size_t>(bytes), 1), dst_(static_cast<size_t>(bytes), 0) {
+    : src_(ones({bytes / 4})), dst_(zeros({bytes / 4})) {
   for (int rep = 0; rep < 3; ++rep)
-    parallel_memcpy(dst_.data(), src_.data(), bytes);
+    run_timed();
+  seconds_.clear();
 }
 
 void InterleavedCopy::run_timed() {
   LoopTimer t;
-  parallel_memcpy(dst_.data(), src_.data(), static_cast<int64_t>(src_.size()));
+  parallel_memcpy(static_cast<char*>(dst_.raw_data()), static_cast<const char*>(src_.raw_data()),
+                  src_.numel() * 4);
   seconds_.push_back(t.seconds());
 }
 
 void InterleavedCopy::report(benchmark::State& state, std::vector<double> workload_seconds,
                              int64_t ideal_bytes_per_iter) {
   double rate = static_cast<double>(ideal_bytes_per_iter) / median(std::move(workload_seconds));
-  double copy = 2.0 * static_cast<double>(src_.size()) / median(seconds_);
+  double copy = 2.0 * static_cast<double>(src_.numel() * 4) / median(seconds_);
   state.counters["GB/s"] = rate * 1e-9;
   state.counters["copy_GB/s"] = copy * 1e-9;
   state.counters["copy_frac"] = rate / copy;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kiln/kiln.h"
+
 namespace kiln::bench {
 
 // Bandwidth (bytes read + bytes written per second) of a parallel memcpy of `bytes` bytes on
@@ -48,7 +50,8 @@ class InterleavedCopy {
               int64_t ideal_bytes_per_iter);
 
  private:
-  std::vector<char> src_, dst_;
+  // Kiln tensors, so that the copy's memory comes from the allocator the workloads' does.
+  Tensor src_, dst_;
   std::vector<double> seconds_;
 };
 

@@ -43,6 +43,21 @@ TEST(CpuAllocator, RawAllocationsAreAlignedAndDistinct) {
     a->deallocate(p, n);
 }
 
+// Blocks of 4 MiB and more start on a 2 MiB boundary, where transparent huge pages can back
+// them; the memory is usable to its last byte.
+TEST(CpuAllocator, LargeBlocksAreHugePageAligned) {
+  kiln::Allocator* a = kiln::cpu_allocator();
+  for (size_t n : {size_t{4} << 20, (size_t{5} << 20) + 12345, size_t{33} << 20}) {
+    auto* p = static_cast<unsigned char*>(a->allocate(n));
+    ASSERT_NE(p, nullptr) << n;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t{2} << 20), 0u) << n;
+    p[0] = 1;
+    p[n - 1] = 2;
+    EXPECT_EQ(p[0] + p[n - 1], 3);
+    a->deallocate(p, n);
+  }
+}
+
 TEST(CpuAllocator, FreedLargeBlockIsReusedFromTheCache) {
   kiln::cpu_empty_cache();
   const int64_t elems = int64_t{2} << 20;  // 8 MiB of float32
