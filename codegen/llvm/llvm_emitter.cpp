@@ -37,20 +37,9 @@ bool has_accumulate(const std::vector<Stmt>& body) {
   return false;
 }
 
-// Calls f(expr) once for each expression that the statements of `body` (and the blocks in them)
-// use, operands included.
+// Calls f(expr) once for each expression reachable from `todo`, operands included.
 template <class F>
-void for_each_expr(const kir::Kernel& k, const std::vector<Stmt>& body, const F& f) {
-  std::vector<ExprId> todo;
-  std::function<void(const std::vector<Stmt>&)> roots = [&](const std::vector<Stmt>& b) {
-    for (const Stmt& s : b) {
-      for (ExprId e : {s.value, s.index, s.cond})
-        if (e != kir::kNoExpr) todo.push_back(e);
-      roots(s.body);
-      roots(s.else_body);
-    }
-  };
-  roots(body);
+void for_each_reachable(const kir::Kernel& k, std::vector<ExprId> todo, const F& f) {
   std::vector<uint8_t> seen(k.exprs.size(), 0);
   while (!todo.empty()) {
     ExprId e = todo.back();
@@ -61,6 +50,28 @@ void for_each_expr(const kir::Kernel& k, const std::vector<Stmt>& body, const F&
     for (int i = 0; i < kir::expr_arity(x.kind); ++i)
       todo.push_back(x.args[i]);
   }
+}
+
+template <class F>
+void for_each_expr_of(const kir::Kernel& k, ExprId root, const F& f) {
+  for_each_reachable(k, {root}, f);
+}
+
+// Calls f(expr) once for each expression that the statements of `body` (and the blocks in them)
+// use, operands included.
+template <class F>
+void for_each_expr(const kir::Kernel& k, const std::vector<Stmt>& body, const F& f) {
+  std::vector<ExprId> roots;
+  std::function<void(const std::vector<Stmt>&)> collect = [&](const std::vector<Stmt>& b) {
+    for (const Stmt& s : b) {
+      for (ExprId e : {s.value, s.index, s.cond})
+        if (e != kir::kNoExpr) roots.push_back(e);
+      collect(s.body);
+      collect(s.else_body);
+    }
+  };
+  collect(body);
+  for_each_reachable(k, std::move(roots), f);
 }
 
 // Whether `body` accumulates into a float64 variable values loaded as 32 bits or narrower: a
@@ -382,9 +393,15 @@ class Emitter {
       });
       for (const auto& [buffer, index] : rows) {
         if (++walks[buffer] != 2) continue;
+        // The index is evaluated before the walk, so it may read only the two loop variables.
+        bool only_loop_vars = true;
+        for_each_expr_of(k_, index, [&](const kir::Expr& x) {
+          if (x.kind == ExprKind::Var && x.var != outer.var && x.var != s.var)
+            only_loop_vars = false;
+        });
         std::optional<int64_t> step = kir::affine_coefficient(k_, index, outer.var);
         std::optional<int64_t> unit = kir::affine_coefficient(k_, index, s.var);
-        if (step && *step > 0 && unit == 1)
+        if (only_loop_vars && step && *step > 0 && unit == 1)
           prefetch_before_[&s].push_back(Prefetch{buffer, index, s.var, *step, s.extent});
       }
     }
