@@ -6,13 +6,11 @@
 #include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
-#include <functional>
 #include <limits>
-#include <map>
 #include <unordered_map>
 
-#include "kiln/codegen/kernel_ir/kernel_ir_rules.h"
 #include "kiln/codegen/kernel_ir/kernel_printer.h"
+#include "kiln/codegen/llvm/llvm_loop_analysis.h"
 #include "kiln/codegen/llvm/llvm_math.h"
 #include "kiln/runtime/error.h"
 
@@ -28,70 +26,6 @@ using kir::Stmt;
 using kir::StmtKind;
 using kir::UnaryOp;
 using kir::VarId;
-
-bool has_accumulate(const std::vector<Stmt>& body) {
-  for (const Stmt& s : body) {
-    if (s.kind == StmtKind::Accumulate) return true;
-    if (has_accumulate(s.body) || has_accumulate(s.else_body)) return true;
-  }
-  return false;
-}
-
-// Calls f(expr) once for each expression reachable from `todo`, operands included.
-template <class F>
-void for_each_reachable(const kir::Kernel& k, std::vector<ExprId> todo, const F& f) {
-  std::vector<uint8_t> seen(k.exprs.size(), 0);
-  while (!todo.empty()) {
-    ExprId e = todo.back();
-    todo.pop_back();
-    if (seen[static_cast<size_t>(e)]++) continue;
-    const kir::Expr& x = k.exprs[static_cast<size_t>(e)];
-    f(x);
-    for (int i = 0; i < kir::expr_arity(x.kind); ++i)
-      todo.push_back(x.args[i]);
-  }
-}
-
-template <class F>
-void for_each_expr_of(const kir::Kernel& k, ExprId root, const F& f) {
-  for_each_reachable(k, {root}, f);
-}
-
-// Calls f(expr) once for each expression that the statements of `body` (and the blocks in them)
-// use, operands included.
-template <class F>
-void for_each_expr(const kir::Kernel& k, const std::vector<Stmt>& body, const F& f) {
-  std::vector<ExprId> roots;
-  std::function<void(const std::vector<Stmt>&)> collect = [&](const std::vector<Stmt>& b) {
-    for (const Stmt& s : b) {
-      for (ExprId e : {s.value, s.index, s.cond})
-        if (e != kir::kNoExpr) roots.push_back(e);
-      collect(s.body);
-      collect(s.else_body);
-    }
-  };
-  collect(body);
-  for_each_reachable(k, std::move(roots), f);
-}
-
-// Whether `body` accumulates into a float64 variable values loaded as 32 bits or narrower: a
-// float32 sum that Note [Fused reduction accuracy] keeps in float64.
-bool widens_into_f64(const kir::Kernel& k, const std::vector<Stmt>& body) {
-  std::function<bool(const std::vector<Stmt>&)> f64_acc = [&](const std::vector<Stmt>& b) {
-    return std::any_of(b.begin(), b.end(), [&](const Stmt& s) {
-      return (s.kind == StmtKind::Accumulate &&
-              k.vars[static_cast<size_t>(s.var)].dtype == kFloat64) ||
-             f64_acc(s.body) || f64_acc(s.else_body);
-    });
-  };
-  if (!f64_acc(body)) return false;
-  bool narrow_load = false;
-  for_each_expr(k, body, [&](const kir::Expr& x) {
-    if (x.kind == ExprKind::Load && is_floating(x.dtype) && element_size(x.dtype) <= 4)
-      narrow_load = true;
-  });
-  return narrow_load;
-}
 
 class Emitter {
  public:
@@ -338,9 +272,11 @@ class Emitter {
   }
 
   void loop(const Stmt& s, llvm::Value* begin, llvm::Value* end) {
-    if (s.loop_kind == LoopKind::Parallel) plan_prefetches(s);
+    if (s.loop_kind == LoopKind::Parallel)
+      for (auto& [walk, p] : plan_row_prefetches(k_, s))
+        prefetch_before_[walk].push_back(p);
     if (auto it = prefetch_before_.find(&s); it != prefetch_before_.end())
-      for (const Prefetch& p : it->second)
+      for (const RowPrefetch& p : it->second)
         prefetch_next_row(p);
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -363,51 +299,8 @@ class Emitter {
     memo_.clear();
   }
 
-  // Note [Row prefetch]
-  // A fused reduction walks each row of a Parallel loop several times: the first walk reads
-  // the row from memory, the later ones from L1, and those are where the math is (softmax's
-  // exp, LayerNorm's centring and scaling). The hardware prefetchers stay a few lines ahead of
-  // the loads, so while a row computes no memory is in flight, and the next row's first walk
-  // waits on DRAM again: memory time and compute time add up. Before the second walk over an
-  // input's row (contiguous, advancing by a fixed stride per outer iteration) the kernel
-  // therefore issues prefetches for the next row's lines, which arrive during the compute.
-  // Prefetches never fault, so the last row's (past the buffer) is harmless. (Prefetching the
-  // output's next row for writing as well measured no different, so it is not done.)
-  struct Prefetch {
-    kir::BufferId buffer;
-    ExprId index;      // the load's index, which reads `inner` with coefficient 1
-    VarId inner;       // the Vector loop's variable
-    int64_t next_row;  // elements from one outer iteration's row to the next
-    int64_t extent;    // elements in a row
-  };
-
-  void plan_prefetches(const Stmt& outer) {
-    std::unordered_map<kir::BufferId, int> walks;
-    for (const Stmt& s : outer.body) {
-      if (s.kind != StmtKind::Loop || s.loop_kind != LoopKind::Vector) continue;
-      std::map<kir::BufferId, ExprId> rows;  // the first row load of each input
-      for_each_expr(k_, s.body, [&](const kir::Expr& x) {
-        if (x.kind == ExprKind::Load && !k_.buffers[static_cast<size_t>(x.buffer)].output &&
-            kir::reads_var(k_, x.args[0], outer.var) && kir::reads_var(k_, x.args[0], s.var))
-          rows.try_emplace(x.buffer, x.args[0]);
-      });
-      for (const auto& [buffer, index] : rows) {
-        if (++walks[buffer] != 2) continue;
-        // The index is evaluated before the walk, so it may read only the two loop variables.
-        bool only_loop_vars = true;
-        for_each_expr_of(k_, index, [&](const kir::Expr& x) {
-          if (x.kind == ExprKind::Var && x.var != outer.var && x.var != s.var)
-            only_loop_vars = false;
-        });
-        std::optional<int64_t> step = kir::affine_coefficient(k_, index, outer.var);
-        std::optional<int64_t> unit = kir::affine_coefficient(k_, index, s.var);
-        if (only_loop_vars && step && *step > 0 && unit == 1)
-          prefetch_before_[&s].push_back(Prefetch{buffer, index, s.var, *step, s.extent});
-      }
-    }
-  }
-
-  void prefetch_next_row(const Prefetch& p) {
+  // Note [Row prefetch] (llvm_loop_analysis.h): one prefetch per 64-byte line of the next row.
+  void prefetch_next_row(const RowPrefetch& p) {
     const kir::Buffer& buf = k_.buffers.at(static_cast<size_t>(p.buffer));
     write_var(p.inner, b_.getInt64(0));
     memo_.clear();
@@ -896,7 +789,8 @@ class Emitter {
   std::unordered_map<VarId, llvm::AllocaInst*> vars_;
   std::unordered_map<VarId, llvm::AllocaInst*> nan_flags_;  // Note [NaN flags]
   unsigned vector_bits_;                                    // the host's vector register width
-  std::unordered_map<const Stmt*, std::vector<Prefetch>> prefetch_before_;  // Note [Row prefetch]
+  std::unordered_map<const Stmt*, std::vector<RowPrefetch>>
+      prefetch_before_;  // Note [Row prefetch]
   std::unordered_map<ExprId, llvm::Value*> memo_;
   llvm::AllocaInst* div_by_zero_ = nullptr;  // i32: failing expression id + 1
   int vector_depth_ = 0;
