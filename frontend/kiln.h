@@ -17,6 +17,7 @@
 #include "kiln/runtime/dtype.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/interpreter.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/scalar.h"
 #include "kiln/runtime/tensor.h"
 #include "kiln/runtime/tensor_data.h"

@@ -1,8 +1,11 @@
 #include "kiln/runtime/dispatcher.h"
 
+#include <optional>
+
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/profiler.h"
 
 namespace kiln {
 
@@ -95,7 +98,23 @@ DispatchKeySet call_key_set(const OpDef& op, std::span<const Tensor> inputs, con
   return keys;
 }
 
+namespace {
+// The op whose dispatch this thread is in, between its wrapper keys and its backend kernel: a
+// wrapper (autograd, tracer) redispatches the same call, which is one op for the profiler.
+thread_local const OpDef* t_dispatching = nullptr;
+
+struct DispatchingGuard {
+  explicit DispatchingGuard(const OpDef* op) : saved(t_dispatching) { t_dispatching = op; }
+  ~DispatchingGuard() { t_dispatching = saved; }
+  const OpDef* saved;
+};
+}  // namespace
+
 std::vector<Tensor> call_op(const OpDef& op, std::span<const Tensor> inputs, const void* attrs) {
+  std::optional<profiler::RecordScope> scope;
+  if (profiler::is_enabled() && t_dispatching != &op)
+    scope.emplace(profiler::ScopeKind::Op, op.name);
+  DispatchingGuard dispatching(&op);
   const LocalDispatchKeySet& local = local_dispatch_keys();
   DispatchKeySet keys = (call_key_set(op, inputs, attrs) | local.included).remove(local.excluded);
   for (int k = kNumDispatchKeys - 1; k >= 0; --k) {
@@ -163,6 +182,8 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
     // A kernel may call other ops (a cast, a contiguous copy). Those are part of this op's
     // implementation, not calls the tracer or autograd should see.
     ExcludeDispatchKeysGuard inner(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+    profiler::RecordScope scope(profiler::ScopeKind::Kernel, op.name, dispatch_key_name(backend));
+    DispatchingGuard in_kernel(nullptr);  // ops the kernel calls are calls of their own
     kernel(op, outputs, inputs, attrs);
   }
   if (op.has(kInPlace)) inputs[0].impl()->bump_version();

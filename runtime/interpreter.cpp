@@ -9,6 +9,7 @@
 #include "kiln/codegen/kernel_ir/kernel_interpreter.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/profiler.h"
 
 namespace kiln {
 namespace {
@@ -77,7 +78,10 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
     outputs.push_back(empty_tensor(v->type().sizes, v->type().dtype, v->type().device));
     buffers.push_back(outputs.back());
   }
-  if (const auto& compiled = node.fusion_group().compiled) {
+  const auto& compiled = node.fusion_group().compiled;
+  profiler::RecordScope scope(profiler::ScopeKind::Kernel, kernel.name,
+                              compiled ? compiled->backend() : "interpreter");
+  if (compiled) {
     // Outputs are fresh allocations, so they overlap no argument (the compiled code's noalias
     // assumption); the checks above fixed the layouts the kernel was generated for.
     std::vector<void*> ptrs;

@@ -66,6 +66,7 @@ Options parse_options(const Getenv& getenv) {
   std::string home = env_or(getenv, "HOME", "/tmp");
   o.cache_dir = env_or(getenv, "KILN_CACHE_DIR", home + "/.cache/kiln");
   o.backend = env_or(getenv, "KILN_BACKEND", "auto");
+  o.profile_path = env_or(getenv, "KILN_PROFILE", "");
   std::string update = env_or(getenv, "KILN_UPDATE_GOLDEN", "0");
   KILN_CHECK(update == "0" || update == "1", "KILN_UPDATE_GOLDEN must be 0 or 1, got '{}'", update);
   o.update_golden = update == "1";

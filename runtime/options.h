@@ -22,6 +22,7 @@ struct Options {
   std::string debug_dir;                // KILN_DEBUG_DIR: one folder per compiled graph
   std::string cache_dir;                // KILN_CACHE_DIR, default ~/.cache/kiln
   std::string backend;                  // KILN_BACKEND
+  std::string profile_path;             // KILN_PROFILE: profile the process, Chrome trace here
   bool update_golden = false;           // KILN_UPDATE_GOLDEN=1: golden tests rewrite their files
 
   bool log_enabled(std::string_view topic) const;

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache
   llvm-19-dev libopenblas-dev libfmt-dev
-  libgtest-dev googletest libbenchmark-dev
+  libgtest-dev googletest libbenchmark-dev nlohmann-json3-dev
 )
 
 missing=()

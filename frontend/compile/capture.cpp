@@ -12,6 +12,7 @@
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/philox.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln::compile_detail {
@@ -91,6 +92,9 @@ void count_fallbacks(const ir::Graph& g, Plan& plan) {
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
                                    const Signature& signature, bool rematerialize,
                                    bool record_pass_dumps, Backend backend) {
+  using profiler::RecordScope;
+  using profiler::ScopeKind;
+  RecordScope whole(ScopeKind::Compile, "compile");
   auto plan = std::make_shared<Plan>();
   plan->rematerialize = rematerialize;
   plan->backend = backend;
@@ -115,7 +119,11 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
   try {
     TracingStateGuard state(&tracer);
     IncludeDispatchKeysGuard keys{DispatchKeySet(DispatchKey::Tracer)};
-    std::vector<Tensor> outputs = fn(copies);
+    std::vector<Tensor> outputs;
+    {
+      RecordScope scope(ScopeKind::Compile, "trace forward");
+      outputs = fn(copies);
+    }
     plan->num_outputs = outputs.size();
     for (size_t i = 0; i < outputs.size(); ++i) {
       KILN_CHECK(outputs[i].defined(), "compile: output {} of the function is undefined", i);
@@ -182,6 +190,7 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
         tracer.add_input(z, "g" + std::to_string(k));
         tangents.push_back(z);
       }
+      RecordScope scope(ScopeKind::Compile, "trace backward");
       std::vector<Tensor> grads = autograd::grad(diff_outputs, wrt, tangents,
                                                  /*retain_graph=*/false, /*create_graph=*/false,
                                                  /*allow_unused=*/true);
@@ -217,12 +226,16 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
     // optimizes a copy.
     std::shared_ptr<ir::Graph> joint = plan->joint->clone();
     stage = "joint";
-    passes::optimize_joint_graph(*joint, pipeline);
+    {
+      RecordScope scope(ScopeKind::Compile, "passes joint");
+      passes::optimize_joint_graph(*joint, pipeline);
+    }
     passes::JointLayout layout{num_primals, num_forward_outputs};
     if (plan->differentiable_outputs.empty()) {
       plan->forward = joint;
       passes::eliminate_dead_code(*plan->forward);
     } else {
+      RecordScope scope(ScopeKind::Compile, "partition");
       passes::Partition p =
           passes::partition_joint_graph(*joint, layout, passes::PartitionOptions{rematerialize});
       plan->forward = p.forward;
@@ -231,9 +244,13 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
       plan->saved_bytes = p.saved_bytes;
     }
     stage = "forward";
-    passes::optimize_partitioned_graph(*plan->forward, pipeline);
+    {
+      RecordScope scope(ScopeKind::Compile, "passes forward");
+      passes::optimize_partitioned_graph(*plan->forward, pipeline);
+    }
     if (plan->backward) {
       stage = "backward";
+      RecordScope scope(ScopeKind::Compile, "passes backward");
       passes::optimize_partitioned_graph(*plan->backward, pipeline);
     }
     // Kernel names are unique within a graph only: the files get the graph's name in front.

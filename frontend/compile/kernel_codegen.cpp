@@ -10,6 +10,7 @@
 #include "kiln/config.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/options.h"
+#include "kiln/runtime/profiler.h"
 #if KILN_WITH_LLVM
 #include "kiln/codegen/llvm/llvm_backend.h"
 #endif
@@ -68,6 +69,7 @@ void compile_kernels(ir::Graph& g, Backend backend, bool keep_debug_text,
   for (ir::Node* n : g.nodes()) {
     if (n->kind() != ir::NodeKind::FusionGroup || !n->fusion_group().kernel) continue;
     const kir::Kernel& k = *n->fusion_group().kernel;
+    profiler::RecordScope scope(profiler::ScopeKind::Compile, "codegen " + k.name, "llvm");
     try {
       std::shared_ptr<const codegen::LlvmKernel> compiled = codegen::llvm_compile(k, o);
       n->fusion_group().compiled = compiled;

@@ -1,5 +1,6 @@
 #include "kiln/runtime/autograd/engine.h"
 
+#include <optional>
 #include <queue>
 #include <thread>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "kiln/runtime/autograd/node.h"
 #include "kiln/runtime/dispatch_key.h"
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln::autograd {
@@ -223,6 +225,8 @@ variable_list call_function(GraphTask& task, Node& fn, variable_list inputs) {
   if (!fn.post_hooks().empty()) hook_inputs = inputs;
   variable_list outputs;
   {
+    std::optional<profiler::RecordScope> scope;  // a Node's name is built, so only when profiling
+    if (profiler::is_enabled()) scope.emplace(profiler::ScopeKind::AutogradNode, fn.name());
     AutoGradMode grad_mode(task.create_graph);
     if (!task.keep_graph && !records_as_fallback(fn)) fn.will_release_variables();
     outputs = run_node(fn, std::move(inputs));

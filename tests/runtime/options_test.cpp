@@ -24,6 +24,7 @@ TEST(Options, DefaultsWithoutEnvironment) {
   EXPECT_EQ(o.debug_dir, "");
   EXPECT_EQ(o.cache_dir, "/home/u/.cache/kiln");
   EXPECT_EQ(o.backend, "auto");
+  EXPECT_EQ(o.profile_path, "");
   EXPECT_TRUE(o.warnings.empty());
 }
 
@@ -47,6 +48,10 @@ TEST(Options, DebugDirAndThreads) {
   Options o = parse({{"KILN_DEBUG_DIR", "/tmp/dbg"}, {"KILN_NUM_THREADS", "3"}});
   EXPECT_EQ(o.debug_dir, "/tmp/dbg");
   EXPECT_EQ(o.num_threads, 3);
+}
+
+TEST(Options, ProfilePath) {
+  EXPECT_EQ(parse({{"KILN_PROFILE", "trace.json"}}).profile_path, "trace.json");
 }
 
 TEST(Options, MalformedThreadCountThrows) {
