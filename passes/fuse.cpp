@@ -85,15 +85,14 @@ class Fuser {
 
   template <class IsMember>
   bool has_cycle(const Members& set, const IsMember& is_member) const {
-    size_t last = 0;
-    for (const ir::Node* n : set)
-      last = std::max(last, index_.at(n));
+    // No cutoff at the set's last node: through another group (contracted below) a path can
+    // come back from a node after it.
     std::vector<const ir::Node*> stack;
     std::unordered_set<const ir::Node*> seen;
     auto push_users = [&](const ir::Node* n, bool from_member) {
       for (const ir::Value* v : n->outputs())
         for (const ir::Use& u : v->uses()) {
-          if (u.user == nullptr || index_.at(u.user) > last) continue;
+          if (u.user == nullptr) continue;
           if (from_member && is_member(u.user)) continue;
           if (seen.insert(u.user).second) stack.push_back(u.user);
         }
@@ -105,6 +104,13 @@ class Fuser {
       stack.pop_back();
       if (is_member(n)) return true;
       push_users(n, false);
+      // Another group becomes one node: what reaches one of its members reaches them all. (Else
+      // a path through an unfused op between groups is missed: {log, convert} merged while log
+      // feeds group A, and group A feeds a column sum that convert reads.)
+      int g = group(n);
+      if (g < 0) continue;
+      for (const ir::Node* m : groups_[static_cast<size_t>(g)])
+        if (!is_member(m) && seen.insert(m).second) stack.push_back(m);
     }
     return false;
   }

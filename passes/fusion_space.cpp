@@ -242,6 +242,19 @@ bool is_fusible_reduction(const ir::Node& node) {
   bool counting = node.is_op("sum") && !is_floating(in.dtype) && out.dtype == kInt64;
   if (!floating && !counting) return false;
   if (in.numel() == 0 || out.numel() == in.numel()) return false;
+  // A reduction over outer dims (a column sum, as a bias gradient takes) stays an eager op: the
+  // lowering nests the reduced loop innermost, so its loads would stride across rows, with no
+  // vector loads and its producers evaluated a column at a time; the eager kernel vectorizes
+  // across the kept inner dims instead, and its pointwise producers fuse on their own.
+  std::vector<bool> reduced = reduced_mask(node);
+  bool reduced_outside = false;
+  for (size_t d = 0; d < reduced.size(); ++d) {
+    if (in.sizes[d] == 1) continue;
+    if (reduced[d])
+      reduced_outside = true;
+    else if (reduced_outside)
+      return false;
+  }
   return true;
 }
 

@@ -73,14 +73,21 @@ class Lowering {
       memo_.clear();
       current_nest_ = -1;
       std::vector<Stmt> body;
-      for (size_t j : full_outputs)
-        body.push_back(store(j, SpaceRole::Full));
+      for (size_t j : full_outputs) {
+        Stmt st = store(j, SpaceRole::Full);  // may pick the row cache
+        // An output that is the cached value itself was stored whole by an earlier walk; this
+        // store would copy each element onto itself.
+        if (cache_ && cache_->output == j && cache_->value == g_.outputs()[j]) continue;
+        body.push_back(std::move(st));
+      }
       // The row cache's own store goes last: the other stores may still read the cached value.
       std::stable_partition(body.begin(), body.end(), [&](const Stmt& st) {
         return !cache_ || st.buffer != out_buffers_[cache_->output];
       });
-      for (Stmt& s : wrap(std::move(body), loops, false, true))
-        kbody.push_back(std::move(s));
+      if (!body.empty()) {
+        for (Stmt& s : wrap(std::move(body), loops, false, true))
+          kbody.push_back(std::move(s));
+      }
     }
     bool pointwise = !a_.space.has_reduction();
     k_.body = wrap(std::move(kbody), kept_loops, true, pointwise);
