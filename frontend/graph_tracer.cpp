@@ -163,11 +163,10 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
     // A graph break (Note [Graph breaks]): the op runs eagerly, with autograd, on every call.
     ir::OpAttrs held(op.attrs, attrs);  // the callable outlives `attrs`
     const OpDef* def = &op;
-    return record_fallback(op.name,
-                           [def, held](const std::vector<Tensor>& in) {
-                             return call_op(*def, in, held.get());
-                           },
-                           std::vector<Tensor>(inputs.begin(), inputs.end()));
+    return record_fallback(
+        op.name,
+        [def, held](const std::vector<Tensor>& in) { return call_op(*def, in, held.get()); },
+        std::vector<Tensor>(inputs.begin(), inputs.end()));
   }
   KILN_CHECK(!op.has(kNonTraceable),
              "trace: op '{}' at {} cannot be traced (its result depends on tensor data in a way "

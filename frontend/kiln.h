@@ -8,6 +8,7 @@
 #include "kiln/frontend/custom_function.h"
 #include "kiln/frontend/factories.h"
 #include "kiln/frontend/gradcheck.h"
+#include "kiln/frontend/models.h"
 #include "kiln/frontend/ops.h"
 #include "kiln/frontend/tracer.h"
 #include "kiln/ir/parser.h"

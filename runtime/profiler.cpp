@@ -144,6 +144,13 @@ std::vector<Event> stop() {
   return events;
 }
 
+std::vector<Event> snapshot() {
+  Collector& c = collector();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  KILN_CHECK(is_enabled(), "profiler::snapshot: no profiler is running");
+  return c.events;
+}
+
 void RecordScope::begin(ScopeKind kind, std::string_view name, std::string_view detail) {
   active_ = true;
   event_.kind = kind;

@@ -50,6 +50,10 @@ void start();
 // kiln::Error when none is running. A scope still open when it stops is not recorded.
 std::vector<Event> stop();
 
+// The events of the scopes completed so far, in completion order (inner before outer), while
+// the profiler keeps running. Throws kiln::Error when none is running.
+std::vector<Event> snapshot();
+
 // One timed scope; records nothing unless a profiler is running when it opens.
 class RecordScope {
  public:

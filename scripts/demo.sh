@@ -5,4 +5,6 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 bash scripts/build.sh build
-./build/kiln example
+# The demo trains the built-in models eagerly and compiled; extra arguments go to it
+# (bash scripts/demo.sh --help).
+./build/kiln demo "$@"

@@ -17,6 +17,7 @@ int usage(std::ostream& os, int code) {
         "commands:\n"
         "  opt FILE --passes=a,b   parse text IR, run passes by name, print the result\n"
         "  run FILE --seed N       run text IR on generated inputs, summarize the outputs\n"
+        "  demo      train the built-in models eagerly and compiled, side by side\n"
         "  example   run a small eager example (tensor ops, views, matmul) and print results\n"
         "  version   print the version and the backends this build has\n"
         "  help      show this message\n";
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
     if (cmd == "opt") return kiln::cli::opt_command(rest);
     if (cmd == "run") return kiln::cli::run_command(rest);
     if (cmd == "example") return run_example();
+    if (cmd == "demo") return kiln::cli::demo_command(rest);
     if (cmd == "version") {
       std::cout << "kiln " << KILN_VERSION << " (LLVM backend: " << (KILN_WITH_LLVM ? "on" : "off")
                 << ", CUDA backend: " << (KILN_WITH_CUDA ? "on, NVRTC " : "off")
