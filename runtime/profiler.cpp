@@ -62,7 +62,13 @@ void write_env_trace() {
 
 // KILN_PROFILE starts the profiler when the library is loaded and writes its trace at exit.
 const bool kStartedFromEnvironment = [] {
-  if (options().profile_path.empty()) return false;
+  try {
+    if (options().profile_path.empty()) return false;
+  } catch (const Error&) {
+    // A malformed variable must not end the program while it loads: the error is raised again
+    // where the library first reads its options.
+    return false;
+  }
   start();
   std::atexit(write_env_trace);
   return true;

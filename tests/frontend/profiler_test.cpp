@@ -3,6 +3,8 @@
 // rather than by anything of Kiln's.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -206,6 +208,20 @@ TEST(Profiler, KilnProfileWritesATraceAtExit) {
   for (const char* cat : {"op", "kernel", "autograd", "compile"})
     EXPECT_GT(categories[cat], 0u) << cat;
   std::filesystem::remove(path);
+}
+
+}  // namespace
+
+namespace {
+
+// The KILN_PROFILE check runs while the library loads; a malformed variable beside it must still
+// surface as the tool's error message (exit status 1), not end the process while it starts.
+TEST(Profiler, AMalformedEnvironmentIsAnErrorNotAnAbortAtLoad) {
+  std::string cmd =
+      "KILN_PROFILE=/dev/null KILN_NUM_THREADS=abc '" KILN_CLI_PATH "' version > /dev/null 2>&1";
+  int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal: " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
 }
 
 }  // namespace
