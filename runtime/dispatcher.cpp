@@ -111,10 +111,13 @@ struct DispatchingGuard {
 }  // namespace
 
 std::vector<Tensor> call_op(const OpDef& op, std::span<const Tensor> inputs, const void* attrs) {
+  // Without a running profiler a call pays one atomic load here, nothing else.
   std::optional<profiler::RecordScope> scope;
-  if (profiler::is_enabled() && t_dispatching != &op)
-    scope.emplace(profiler::ScopeKind::Op, op.name);
-  DispatchingGuard dispatching(&op);
+  std::optional<DispatchingGuard> dispatching;
+  if (profiler::is_enabled()) {
+    if (t_dispatching != &op) scope.emplace(profiler::ScopeKind::Op, op.name);
+    dispatching.emplace(&op);
+  }
   const LocalDispatchKeySet& local = local_dispatch_keys();
   DispatchKeySet keys = (call_key_set(op, inputs, attrs) | local.included).remove(local.excluded);
   for (int k = kNumDispatchKeys - 1; k >= 0; --k) {
@@ -183,7 +186,8 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
     // implementation, not calls the tracer or autograd should see.
     ExcludeDispatchKeysGuard inner(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
     profiler::RecordScope scope(profiler::ScopeKind::Kernel, op.name, dispatch_key_name(backend));
-    DispatchingGuard in_kernel(nullptr);  // ops the kernel calls are calls of their own
+    std::optional<DispatchingGuard> in_kernel;  // ops the kernel calls are calls of their own
+    if (profiler::is_enabled()) in_kernel.emplace(nullptr);
     kernel(op, outputs, inputs, attrs);
   }
   if (op.has(kInPlace)) inputs[0].impl()->bump_version();
