@@ -8,11 +8,10 @@
 #include <iostream>
 #include <mutex>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/frontend/compile/debug_dump.h"
 #include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/compile/segments.h"
-#include "kiln/ir/dot.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/options.h"
 
@@ -51,88 +50,6 @@ struct State {
 namespace {
 
 std::atomic<int> next_function_id{0};
-
-// The kernel IR of every lowered fusion group of `g`, in graph order.
-std::string kernels_text(const ir::Graph& g) {
-  std::string s;
-  for (const ir::Node* n : g.nodes())
-    if (n->kind() == ir::NodeKind::FusionGroup && n->fusion_group().kernel)
-      s += n->fusion_group().kernel->str() + "\n";
-  return s;
-}
-
-std::string plan_dump(const Plan& p) {
-  std::string s = fmt::format("# signature {}\n", p.signature.str());
-  if (p.eager) return s + "# runs eagerly: " + p.eager_reason + "\n";
-  if (!p.steps.empty()) {
-    s += fmt::format("# {} steps (graph breaks run eagerly between compiled segments)\n",
-                     p.steps.size());
-    s += "\n# ---- traced forward graph ----\n" + p.forward->str();
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      const compile_detail::Step& step = *p.steps[i];
-      if (step.fallback != nullptr) {
-        s += fmt::format("\n# ---- step {}: eager '{}' ----\n", i, step.fallback->fallback().name);
-        continue;
-      }
-      s += fmt::format("\n# ---- step {}: compiled segment ----\n", i);
-      std::shared_ptr<const Plan> sub = step.captured();
-      s += sub ? plan_dump(*sub) : "# (not run yet)\n" + step.segment->str();
-    }
-    return s;
-  }
-  s += fmt::format(
-      "# {} forward kernel(s), {} backward kernel(s), {} fallback op(s), {} saved value(s) "
-      "({} bytes)\n",
-      p.forward_kernels, p.backward_kernels, p.fallback_ops, p.num_saved, p.saved_bytes);
-  s += "\n# ---- joint graph (as traced) ----\n" + p.joint->str();
-  s += "\n# ---- forward graph ----\n" + p.forward->str();
-  if (p.backward) s += "\n# ---- backward graph ----\n" + p.backward->str();
-  s += "\n# ---- forward kernels ----\n" + kernels_text(*p.forward);
-  if (p.backward) s += "\n# ---- backward kernels ----\n" + kernels_text(*p.backward);
-  return s;
-}
-
-// KILN_DEBUG_DIR/<name>/signature_<n>/: the stages as text IR (each replayable with `kiln run`)
-// and Graphviz files of the forward and backward graphs.
-void write_debug_dir(const std::string& root, const std::string& name, int64_t index,
-                     const Plan& p) {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::path(root) / name / fmt::format("signature_{}", index);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    log_line("recompiles", fmt::format("{}: cannot write the debug folder {}: {}", name,
-                                       dir.string(), ec.message()));
-    return;
-  }
-  auto write = [&](const char* file, const std::string& text) {
-    std::ofstream(dir / file) << text;
-  };
-  write("summary.txt", plan_dump(p));
-  if (p.eager) return;
-  if (!p.steps.empty()) {
-    write("forward.ir", p.forward->str());  // the steps' own graphs are in summary.txt
-    return;
-  }
-  write("joint.ir", p.joint->str());
-  fs::create_directories(dir / "passes", ec);
-  for (const auto& [stem, text] : p.pass_dumps)
-    std::ofstream(dir / "passes" / (stem + ".ir")) << text;
-  std::string kernels = kernels_text(*p.forward);
-  if (p.backward) kernels += kernels_text(*p.backward);
-  write("kernels.kir", kernels);
-  if (!p.kernel_sources.empty()) {
-    fs::create_directories(dir / backend_name(p.backend), ec);
-    for (const auto& [file, text] : p.kernel_sources)
-      std::ofstream(dir / backend_name(p.backend) / file) << text;
-  }
-  write("forward.ir", p.forward->str());
-  write("forward.dot", ir::to_dot(*p.forward));
-  if (p.backward) {
-    write("backward.ir", p.backward->str());
-    write("backward.dot", ir::to_dot(*p.backward));
-  }
-}
 
 // Finds or makes the plan for `sig`. Returns null when the cache is full (run eagerly).
 std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs,
@@ -181,7 +98,7 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
   for (const std::string& why : plan->fallback_reasons)
     log_line("fallbacks", fmt::format("{}: {}", s.name, why));
   if (!debug_dir.empty()) {
-    write_debug_dir(debug_dir, s.name, static_cast<int64_t>(s.plans.size()) - 1, *plan);
+    write_debug_dir(debug_dir, s.name, static_cast<int64_t>(s.plans.size()) - 1, plan, inputs);
   }
   return plan;
 }
@@ -238,6 +155,13 @@ std::string CompiledFunction::dump() const {
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.last) return "# " + s.name + ": nothing compiled yet\n";
   return "# " + s.name + "\n" + compile_detail::plan_dump(*s.last);
+}
+
+std::string CompiledFunction::dump(std::string_view stage, bool dot) const {
+  compile_detail::State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  KILN_CHECK(s.last != nullptr, "dump: {} has not been called yet, so nothing is compiled", s.name);
+  return compile_detail::stage_text(*s.last, stage, dot);
 }
 
 CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options) {

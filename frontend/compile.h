@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/runtime/tensor.h"
@@ -74,6 +75,12 @@ class CompiledFunction {
   // Every IR stage of the most recently compiled signature: traced joint graph, forward and
   // backward graphs, and the partition's figures.
   std::string dump() const;
+  // One stage of the most recently compiled signature, as text IR or (with `dot`) Graphviz:
+  // "traced" (the forward as traced), "joint" (forward and backward as traced), "forward" and
+  // "backward" (the partition, before fusion), "fused" (both after the pipeline) or "kernels"
+  // (the fused groups' kernel IR). Throws kiln::Error for an unknown stage, one this signature
+  // does not have, or before the first call.
+  std::string dump(std::string_view stage, bool dot = false) const;
 
  private:
   std::shared_ptr<compile_detail::State> state_;

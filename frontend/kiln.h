@@ -22,5 +22,6 @@
 #include "kiln/runtime/scalar.h"
 #include "kiln/runtime/tensor.h"
 #include "kiln/runtime/tensor_data.h"
+#include "kiln/runtime/tensor_file.h"
 #include "kiln/runtime/tensor_options.h"
 #include "kiln/runtime/thread_pool.h"

@@ -25,25 +25,6 @@ bool is_data_dependent_read(const Error& e) {
   return msg.find("data-dependent") != std::string_view::npos;
 }
 
-// A copy with the same sizes and strides (an expanded tensor, whose elements overlap, becomes
-// contiguous): the ops fn calls, such as reshape, choose by layout, and the plan is specialized
-// to the caller's layout (Note [Input signature]).
-Tensor clone_with_layout(const Tensor& t) {
-  bool overlapping = false;
-  int64_t extent = 1;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.sizes()[d] == 0) return t.detach().clone();
-    overlapping = overlapping || (t.strides()[d] == 0 && t.sizes()[d] > 1);
-    extent += (t.sizes()[d] - 1) * t.strides()[d];
-  }
-  if (overlapping || t.is_contiguous()) return t.detach().clone();
-  size_t nbytes = static_cast<size_t>(extent) * t.element_size();
-  Tensor c(std::make_shared<TensorImpl>(make_storage(nbytes, t.device()), t.dtype(), t.sizes(),
-                                        t.strides(), 0));
-  c.copy_(t.detach());
-  return c;
-}
-
 // Detached copies with the same requires_grad, made invisible to any enclosing trace: fn's
 // in-place writes during capture must not reach the caller's tensors, which the plan's own
 // run then writes.
@@ -143,6 +124,7 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
     }
     size_t num_forward_outputs = graph.outputs().size();
     size_t num_primals = graph.inputs().size();  // inputs, then lifted parameters
+    plan->traced = graph.clone();                // the backward capture below extends `graph`
 
     if (has_fallbacks(graph)) {
       // Graph breaks: no joint graph; each segment captures its own when it first runs.
@@ -240,9 +222,11 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
           passes::partition_joint_graph(*joint, layout, passes::PartitionOptions{rematerialize});
       plan->forward = p.forward;
       plan->backward = p.backward;
+      plan->partitioned_backward = p.backward->clone();
       plan->num_saved = p.num_saved;
       plan->saved_bytes = p.saved_bytes;
     }
+    plan->partitioned_forward = plan->forward->clone();
     stage = "forward";
     {
       RecordScope scope(ScopeKind::Compile, "passes forward");

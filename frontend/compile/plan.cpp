@@ -7,8 +7,25 @@
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/philox.h"
+#include "kiln/runtime/storage.h"
 
 namespace kiln::compile_detail {
+
+Tensor clone_with_layout(const Tensor& t) {
+  bool overlapping = false;
+  int64_t extent = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 0) return t.detach().clone();
+    overlapping = overlapping || (t.strides()[d] == 0 && t.sizes()[d] > 1);
+    extent += (t.sizes()[d] - 1) * t.strides()[d];
+  }
+  if (overlapping || t.is_contiguous()) return t.detach().clone();
+  size_t nbytes = static_cast<size_t>(extent) * t.element_size();
+  Tensor c(std::make_shared<TensorImpl>(make_storage(nbytes, t.device()), t.dtype(), t.sizes(),
+                                        t.strides(), 0));
+  c.copy_(t.detach());
+  return c;
+}
 
 PlanFigures plan_figures(const Plan& plan) {
   PlanFigures f;

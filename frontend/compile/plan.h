@@ -22,8 +22,12 @@ struct Plan {
   bool eager = false;
   std::string eager_reason;
 
-  std::shared_ptr<ir::Graph> joint;     // as traced (Note [Joint graph layout])
-  std::shared_ptr<ir::Graph> forward;   // primals -> outputs, write-backs, saved
+  std::shared_ptr<ir::Graph> traced;  // the forward as traced, before the backward capture
+  std::shared_ptr<ir::Graph> joint;   // as traced (Note [Joint graph layout])
+  // The partition's graphs before the forward and backward pipelines (fusion, lowering).
+  std::shared_ptr<ir::Graph> partitioned_forward;
+  std::shared_ptr<ir::Graph> partitioned_backward;
+  std::shared_ptr<ir::Graph> forward;   // primals -> outputs, write-backs, saved (optimized)
   std::shared_ptr<ir::Graph> backward;  // saved, tangents -> gradients; null without backward
 
   // Tensors fn read from outside its arguments that require grad: primals after the inputs.
@@ -74,6 +78,11 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
                                    const Signature& signature, bool rematerialize = true,
                                    bool record_pass_dumps = false,
                                    Backend backend = Backend::Interpreter);
+
+// A detached copy with the same sizes and strides (an expanded tensor, whose elements overlap,
+// becomes contiguous): the ops fn calls, such as reshape, choose by layout, and a plan is
+// specialized to the caller's layout (Note [Input signature]).
+Tensor clone_with_layout(const Tensor& t);
 
 // Kernel, fallback and saved-byte counts of one call, summed over the steps of a segmented plan
 // (those captured so far).
