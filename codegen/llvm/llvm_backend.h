@@ -65,6 +65,11 @@ struct LlvmCacheStats {
 };
 LlvmCacheStats llvm_cache_stats();
 
+// Forgets the in-memory cache (kernels already handed out stay valid), so that the next compile
+// of a kernel reads the disk cache or generates code: what a new process pays. For benchmarks
+// of compile time.
+void llvm_clear_memory_cache();
+
 // For tests of the fallback path: every later llvm_compile of a kernel whose name contains
 // `pattern` throws as an LLVM error would ("" turns injection off). Returns the previous pattern.
 std::string llvm_inject_failure(std::string pattern);

@@ -97,6 +97,10 @@ class Jit {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
+  void clear_memory_cache() {
+    std::lock_guard<std::mutex> lock(mu_);
+    memory_.clear();
+  }
   std::string inject(std::string pattern) {
     std::lock_guard<std::mutex> lock(mu_);
     std::swap(pattern, inject_);
@@ -365,6 +369,10 @@ void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel, std::span<c
 
 LlvmCacheStats llvm_cache_stats() {
   return Jit::get().stats();
+}
+
+void llvm_clear_memory_cache() {
+  Jit::get().clear_memory_cache();
 }
 
 std::string llvm_inject_failure(std::string pattern) {

@@ -11,6 +11,7 @@ int opt_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int demo_command(const std::vector<std::string>& args);
 int dump_command(const std::vector<std::string>& args);
+int bench_command(const std::vector<std::string>& args);
 
 // Reads FILE, or standard input for "-"; throws kiln::Error when it cannot.
 std::string read_input(const std::string& path);

@@ -19,6 +19,7 @@ int usage(std::ostream& os, int code) {
         "  run FILE --seed N       run text IR on generated inputs, summarize the outputs\n"
         "  demo      train the built-in models eagerly and compiled, side by side\n"
         "  dump MODEL [--stage S] [--dot]   print a built-in model's IR stages\n"
+        "  bench     run the benchmark suite and print its markdown table\n"
         "  example   run a small eager example (tensor ops, views, matmul) and print results\n"
         "  version   print the version and the backends this build has\n"
         "  help      show this message\n";
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
     if (cmd == "example") return run_example();
     if (cmd == "demo") return kiln::cli::demo_command(rest);
     if (cmd == "dump") return kiln::cli::dump_command(rest);
+    if (cmd == "bench") return kiln::cli::bench_command(rest);
     if (cmd == "version") {
       std::cout << "kiln " << KILN_VERSION << " (LLVM backend: " << (KILN_WITH_LLVM ? "on" : "off")
                 << ", CUDA backend: " << (KILN_WITH_CUDA ? "on, NVRTC " : "off")
