@@ -10,7 +10,6 @@
 #include "../bench_util.h"
 #include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
-#include "kiln/runtime/options.h"
 #include "suite.h"
 #include "workload.h"
 #if KILN_WITH_LLVM
@@ -133,7 +132,8 @@ double sgemm_seconds(const std::vector<Gemm>& gemms, int reps) {
 void drop_kernel_caches(bool disk) {
 #if KILN_WITH_LLVM
   codegen::llvm_clear_memory_cache();
-  if (disk) std::filesystem::remove_all(std::filesystem::path(options().cache_dir) / "llvm");
+  if (disk && !own_cache_dir().empty())
+    std::filesystem::remove_all(std::filesystem::path(own_cache_dir()) / "llvm");
 #else
   (void)disk;
 #endif

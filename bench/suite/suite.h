@@ -8,9 +8,14 @@
 // user's cache is left alone.
 #pragma once
 
+#include <string>
+
 namespace kiln::bench {
 
 bool smoke_mode();
+// The suite's own cache folder, which it may empty; empty when the environment named another
+// (then cold compiles read whatever that cache holds).
+const std::string& own_cache_dir();
 void register_suite();
 
 }  // namespace kiln::bench

@@ -14,11 +14,16 @@
 namespace kiln::bench {
 namespace {
 bool g_smoke = false;
+std::string g_own_cache;
 constexpr const char* kOwnCache = "KILN_BENCH_OWN_CACHE";
+constexpr const char* kPrefix = "kiln_bench_cache_";
 }  // namespace
 
 bool smoke_mode() {
   return g_smoke;
+}
+const std::string& own_cache_dir() {
+  return g_own_cache;
 }
 
 }  // namespace kiln::bench
@@ -28,12 +33,20 @@ int main(int argc, char** argv) {
   // Options are read when the library loads, so the suite's own cache folder is set in the
   // environment of a second run of this binary.
   if (std::getenv(kiln::bench::kOwnCache) == nullptr) {
-    fs::path cache = fs::temp_directory_path() / ("kiln_bench_cache_" + std::to_string(getpid()));
+    fs::path cache = fs::temp_directory_path() / (kiln::bench::kPrefix + std::to_string(getpid()));
     setenv("KILN_CACHE_DIR", cache.c_str(), 1);
     setenv(kiln::bench::kOwnCache, cache.c_str(), 1);
     execv("/proc/self/exe", argv);
     std::perror("kiln_bench_suite: re-running itself with its own cache folder");
     return 1;
+  }
+  // Only a folder this binary named is ever deleted: never one a caller's environment names.
+  {
+    const char* own = std::getenv(kiln::bench::kOwnCache);
+    const char* cache = std::getenv("KILN_CACHE_DIR");
+    if (cache != nullptr && std::strcmp(own, cache) == 0 &&
+        fs::path(own).filename().string().rfind(kiln::bench::kPrefix, 0) == 0)
+      kiln::bench::g_own_cache = own;
   }
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -60,6 +73,6 @@ int main(int argc, char** argv) {
   kiln::bench::register_suite();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  fs::remove_all(std::getenv(kiln::bench::kOwnCache));
+  if (!kiln::bench::own_cache_dir().empty()) fs::remove_all(kiln::bench::own_cache_dir());
   return 0;
 }
