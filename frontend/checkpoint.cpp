@@ -10,16 +10,6 @@
 namespace kiln::autograd {
 namespace {
 
-// Restores the global generator when the recompute is done (or throws).
-class RngStateGuard {
- public:
-  explicit RngStateGuard(GeneratorState replay) : saved_(get_rng_state()) { set_rng_state(replay); }
-  ~RngStateGuard() { set_rng_state(saved_); }
-
- private:
-  GeneratorState saved_;
-};
-
 class CheckpointBackward : public Node {
  public:
   CheckpointBackward(RecomputeFn recompute, const std::vector<Tensor>& inputs, GeneratorState rng)

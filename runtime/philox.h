@@ -83,4 +83,17 @@ GeneratorState reserve_random_blocks(uint64_t blocks);
 GeneratorState get_rng_state();
 void set_rng_state(GeneratorState state);
 
+// Sets the global generator to `replay` for a scope and restores the previous state when the
+// scope ends, also by an exception (checkpoint recompute, the debug repro's recorded run).
+class RngStateGuard {
+ public:
+  explicit RngStateGuard(GeneratorState replay) : saved_(get_rng_state()) { set_rng_state(replay); }
+  ~RngStateGuard() { set_rng_state(saved_); }
+  RngStateGuard(const RngStateGuard&) = delete;
+  RngStateGuard& operator=(const RngStateGuard&) = delete;
+
+ private:
+  GeneratorState saved_;
+};
+
 }  // namespace kiln

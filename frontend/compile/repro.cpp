@@ -44,11 +44,10 @@ ReproInputs repro_inputs(const Plan& plan, const std::vector<Tensor>& inputs) {
 // Runs the compiled plan (forward, then backward with tangents of ones) from the capture's
 // generator state; returns the joint graph's outputs in its order.
 std::vector<Tensor> recorded_outputs(const std::shared_ptr<const Plan>& plan, ReproInputs& r) {
-  GeneratorState caller = get_rng_state();
-  set_rng_state(
+  RngStateGuard capture_state(
       {static_cast<uint64_t>(plan->capture_seed), static_cast<uint64_t>(plan->capture_offset)});
   std::vector<Tensor> joint_outputs;
-  try {
+  {
     std::vector<Tensor> outs = run_plan(plan, r.arguments);
     for (const Tensor& t : outs)
       joint_outputs.push_back(t.detach());
@@ -77,11 +76,7 @@ std::vector<Tensor> recorded_outputs(const std::shared_ptr<const Plan>& plan, Re
         joint_outputs.push_back(grads[j].detach());
       }
     }
-  } catch (...) {
-    set_rng_state(caller);
-    throw;
   }
-  set_rng_state(caller);
   return joint_outputs;
 }
 
