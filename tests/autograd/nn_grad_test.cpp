@@ -80,6 +80,19 @@ TEST(NnGradGrad, Bmm) {
   check_both(fn, {leaf({2, 3, 2}, 13), leaf({2, 2, 3}, 14)});
 }
 
+// Transposed (column-major) operands take the layout-preserving formulas of Note [Gradient
+// layout of a product]; the derivatives must be the same.
+TEST(NnGradGrad, MmAndBmmWithTransposedOperands) {
+  Fn mm_t = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{kiln::mm(in[0].t(), in[1].t())};
+  };
+  check_both(mm_t, {leaf({4, 3}, 15), leaf({2, 4}, 16)});
+  Fn bmm_t = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{kiln::bmm(in[0].transpose(1, 2), in[1].transpose(1, 2))};
+  };
+  check_both(bmm_t, {leaf({2, 2, 3}, 17), leaf({2, 3, 2}, 18)});
+}
+
 TEST(NnGradGrad, SumAndMean) {
   check_both(unary([](const Tensor& x) { return kiln::sum(x); }), {leaf({3, 4}, 15)});
   check_both(unary([](const Tensor& x) { return kiln::sum(x, {0, -1}); }), {leaf({2, 3, 2}, 16)});
@@ -253,6 +266,35 @@ TEST(NnGradValues, NllLossIgnoredTargets) {
   kiln::nll_loss(custom, index_tensor({1, 2}, {2}), "none", 1)
       .backward(kiln::from_vector<double>({7, 9}));
   EXPECT_ALL_CLOSE(read_doubles(custom.grad()), (std::vector<double>{0, 0, 0, 0, 0, -9}), 0, 0);
+}
+
+// linear computes x @ w.t(); the weight's gradient g^T x must reach .grad contiguous, laid out
+// as w is, and equal the sum over the batch written as a loop.
+TEST(NnGradValues, LinearWeightGradientIsContiguousAndExact) {
+  const int64_t batch = 5, in_f = 4, out_f = 3;
+  Tensor x = leaf({batch, in_f}, 63).detach();
+  Tensor w = leaf({out_f, in_f}, 64);
+  Tensor g = leaf({batch, out_f}, 65).detach();
+  Tensor wt = w.t();
+  Tensor y = kiln::mm(x, wt);
+  // The gradient of the column-major operand w.t() is column-major itself (AccumulateGrad
+  // would hide a strided one behind a copy).
+  Tensor dwt = kiln::autograd::grad({y}, {wt}, {g}, /*retain_graph=*/true)[0];
+  EXPECT_EQ(dwt.stride(0), 1);
+  EXPECT_EQ(dwt.stride(1), in_f);
+  y.backward(g);
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_TRUE(w.grad().is_contiguous());
+  std::vector<double> xs = read_doubles(x), gs = read_doubles(g), expected;
+  for (int64_t o = 0; o < out_f; ++o) {
+    for (int64_t i = 0; i < in_f; ++i) {
+      double sum = 0;
+      for (int64_t b = 0; b < batch; ++b)
+        sum += gs[b * out_f + o] * xs[b * in_f + i];
+      expected.push_back(sum);
+    }
+  }
+  EXPECT_ALL_CLOSE(read_doubles(w.grad()), expected, 1e-12, 1e-12);
 }
 
 TEST(NnGradValues, DropoutReplaysTheForwardMask) {

@@ -10,19 +10,35 @@ using autograd::GradArgs;
 using autograd::kSaveAll;
 using autograd::kSaveNone;
 
+// Note [Gradient layout of a product]
+// A gradient is laid out as its operand is, as in PyTorch's mm_mat2_backward: linear computes
+// x @ w.t(), so the operand w.t() is column-major, and A^T dC written row-major would reach w as
+// a transposed view. AccumulateGrad must then copy it strided (or accumulate into .grad
+// strided), which costs more than the product for a large weight. Computing (dC^T A)^T instead
+// gives the same numbers with the operand's layout, and its transpose back to w is contiguous.
+bool column_major(const Tensor& t) {
+  int64_t n = t.dim();
+  return t.stride(n - 2) == 1 && t.stride(n - 1) == t.size(n - 2) && t.size(n - 1) > 1;
+}
+
 std::vector<Tensor> mm_backward(const GradArgs& args) {
   const Tensor& g = args.grad();
+  const Tensor& a = args.inputs[0];
+  const Tensor& b = args.inputs[1];
   std::vector<Tensor> out(2);
-  if (args.needs(0)) out[0] = mm(g, args.inputs[1].t());
-  if (args.needs(1)) out[1] = mm(args.inputs[0].t(), g);
+  if (args.needs(0)) out[0] = column_major(a) ? mm(b, g.t()).t() : mm(g, b.t());
+  if (args.needs(1)) out[1] = column_major(b) ? mm(g.t(), a).t() : mm(a.t(), g);
   return out;
 }
 
 std::vector<Tensor> bmm_backward(const GradArgs& args) {
   const Tensor& g = args.grad();
+  const Tensor& a = args.inputs[0];
+  const Tensor& b = args.inputs[1];
+  auto tr = [](const Tensor& t) { return t.transpose(1, 2); };
   std::vector<Tensor> out(2);
-  if (args.needs(0)) out[0] = bmm(g, args.inputs[1].transpose(1, 2));
-  if (args.needs(1)) out[1] = bmm(args.inputs[0].transpose(1, 2), g);
+  if (args.needs(0)) out[0] = column_major(a) ? tr(bmm(b, tr(g))) : bmm(g, tr(b));
+  if (args.needs(1)) out[1] = column_major(b) ? tr(bmm(tr(g), a)) : bmm(tr(a), g);
   return out;
 }
 
