@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache
   llvm-19-dev libopenblas-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev nlohmann-json3-dev
+  graphviz  # renders the debug folder's .dot files to .svg (tested by cli.demo_short)
 )
 
 missing=()

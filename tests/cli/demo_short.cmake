@@ -34,9 +34,26 @@ foreach(model mlp transformer)
     message(FATAL_ERROR "no kernel assembly in ${dir}/llvm")
   endif()
   # SVGs exactly when Graphviz is installed.
+  # Each SVG must draw every node its .dot declares (Graphviz gives each a class="node" group).
   find_program(GRAPHVIZ_DOT dot)
-  if(GRAPHVIZ_DOT AND NOT EXISTS ${dir}/joint.svg)
-    message(FATAL_ERROR "Graphviz is installed but ${dir}/joint.svg is missing")
+  if(GRAPHVIZ_DOT)
+    foreach(stage traced joint forward backward fused_forward fused_backward)
+      if(NOT EXISTS ${dir}/${stage}.svg)
+        message(FATAL_ERROR "Graphviz is installed but ${dir}/${stage}.svg is missing")
+      endif()
+      # Brackets and semicolons would split or join CMake list items; neither matters here.
+      file(READ ${dir}/${stage}.dot dot)
+      string(REGEX REPLACE "[][;]" "|" dot "${dot}")
+      string(REGEX MATCHALL "\n *g[0-9]+_(n|out)[0-9]+ \\|" declared "${dot}")
+      file(READ ${dir}/${stage}.svg svg)
+      string(REGEX MATCHALL "class=\"node\"" drawn "${svg}")
+      list(LENGTH declared n_declared)
+      list(LENGTH drawn n_drawn)
+      if(n_declared EQUAL 0 OR NOT n_declared EQUAL n_drawn)
+        message(FATAL_ERROR
+                "${stage}.svg draws ${n_drawn} nodes; ${stage}.dot declares ${n_declared}")
+      endif()
+    endforeach()
   endif()
   # The repro replays with eager kernels to the outputs the compiled code gave.
   execute_process(COMMAND ${KILN} run ${dir}/repro.kir RESULT_VARIABLE rc OUTPUT_VARIABLE replay
