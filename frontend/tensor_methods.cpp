@@ -7,6 +7,7 @@
 #include "kiln/frontend/reduction_ops.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/call_site.h"
+#include "kiln/runtime/cuda/driver.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/view_attrs.h"
@@ -61,7 +62,19 @@ Tensor Tensor::to(Device d, std::source_location loc) const {
     return Tensor(std::make_shared<TensorImpl>(make_storage(0, kMeta), dtype(), sizes(), strides(),
                                                storage_offset()));
   }
-  KILN_ERROR("to: copying a tensor from {} to {} is not supported in this build", device(), d);
+  std::string what = fmt::format("to: cannot copy a {}{} tensor from {} to {}", dtype_name(dtype()),
+                                 shape_str(sizes()), device(), d);
+  if (d.is_cuda() || device().is_cuda()) {
+    // Name the reason a user can act on: no driver or device first.
+    if (!cuda::driver_loaded()) KILN_ERROR("{}: no CUDA driver ({})", what, cuda::driver_error());
+    if (d.index >= cuda::device_count())
+      KILN_ERROR("{}: the machine has {} CUDA device(s)", what, cuda::device_count());
+    KILN_ERROR(
+        "{}: CUDA tensors are not in this version of Kiln yet (the CUDA backend compiles "
+        "kernels only)",
+        what);
+  }
+  KILN_ERROR("{}: no copy between these devices", what);
 }
 
 Tensor Tensor::contiguous(std::source_location loc) const {

@@ -4,6 +4,7 @@
 
 #include <ostream>
 
+#include "kiln/codegen/cuda/cuda_emitter.h"
 #include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/passes/canonicalize_views.h"
@@ -70,6 +71,16 @@ bool print_kernels_pass(ir::Graph& g, PassContext& ctx) {
   return false;
 }
 
+// Prints the CUDA C of every lowered fusion group (`kiln opt --passes=fuse,lower,print-cuda`),
+// without the preamble every kernel shares (codegen/cuda/cuda_math.h).
+bool print_cuda_pass(ir::Graph& g, PassContext& ctx) {
+  if (ctx.out == nullptr) return false;
+  for (const ir::Node* n : g.nodes())
+    if (n->kind() == ir::NodeKind::FusionGroup && n->fusion_group().kernel)
+      *ctx.out << codegen::cuda::emit_cuda(*n->fusion_group().kernel).str();
+  return false;
+}
+
 std::vector<std::string> pass_names() {
   std::vector<std::string> names;
   for (const PassInfo& p : all_passes())
@@ -98,6 +109,8 @@ const std::vector<PassInfo>& all_passes() {
        fuse_pass},
       {"lower", "lower each fusion group to one kernel-IR kernel and verify it", lower_pass},
       {"print-kernels", "print the kernel IR of the lowered fusion groups", print_kernels_pass},
+      {"print-cuda", "print the CUDA C of the lowered fusion groups (codegen/cuda/)",
+       print_cuda_pass},
   };
   return passes;
 }

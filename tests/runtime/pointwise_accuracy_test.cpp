@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "float_accuracy.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
 
@@ -15,35 +16,10 @@ namespace {
 
 using kiln::Tensor;
 
-// Distance in representable floats between a and b (0 when equal, both NaN, or 0 and -0).
-int64_t ulp_distance(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
-  auto key = [](float f) {
-    auto i = static_cast<int64_t>(std::bit_cast<int32_t>(f));
-    return i < 0 ? -(i & 0x7fffffff) : i;
-  };
-  int64_t d = key(a) - key(b);
-  return d < 0 ? -d : d;
-}
+using kiln_test::ulp_distance;
 
-// Inputs: a uniform grid over [-lo, hi] plus +-2^k * (1 + j/64) for every binade down to 1e-30.
 std::vector<float> sweep(float limit) {
-  std::vector<float> v;
-  const int n = 400000;
-  for (int i = 0; i <= n; ++i)
-    v.push_back(-limit + 2 * limit * static_cast<float>(i) / n);
-  for (int k = -100; k <= 8; ++k) {
-    for (int j = 0; j < 64; ++j) {
-      float x = std::ldexp(1.0f + static_cast<float>(j) / 64, k);
-      if (x > limit) continue;
-      v.push_back(x);
-      v.push_back(-x);
-    }
-  }
-  for (float x : {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
-                  -std::numeric_limits<float>::infinity(), std::nanf("")})
-    v.push_back(x);
-  return v;
+  return kiln_test::accuracy_sweep(limit);
 }
 
 struct Worst {

@@ -1,0 +1,880 @@
+#include "kiln/codegen/cuda/cuda_emitter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "kiln/codegen/cuda/cuda_math.h"
+#include "kiln/codegen/kernel_ir/kernel_verifier.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln::codegen::cuda {
+
+using kir::BinaryOp;
+using kir::Expr;
+using kir::ExprId;
+using kir::ExprKind;
+using kir::Kernel;
+using kir::LoopKind;
+using kir::ReduceOp;
+using kir::Stmt;
+using kir::StmtKind;
+using kir::UnaryOp;
+using kir::VarId;
+
+std::string_view mapping_name(Mapping m) {
+  switch (m) {
+    case Mapping::Elementwise:
+      return "elementwise";
+    case Mapping::BlockPerRow:
+      return "block-per-row";
+    case Mapping::ThreadPerRow:
+      return "thread-per-row";
+    case Mapping::SingleThread:
+      return "single-thread";
+  }
+  return "?";
+}
+
+std::string CudaSource::str() const {
+  std::string s = fmt::format("// kernel {}: {} entr{}\n", name, entries.size(),
+                              entries.size() == 1 ? "y" : "ies");
+  for (const CudaEntry& e : entries)
+    s += fmt::format("//   {}: {}, work {}, block {}, grid {}\n", e.symbol, mapping_name(e.mapping),
+                     e.work, e.block, e.grid);
+  return s + code;
+}
+
+std::string CudaSource::translation_unit() const {
+  return cuda_preamble() + code;
+}
+
+namespace {
+
+// Note [CUDA kernel mapping]
+// The kernel IR's loops say what may run in parallel (parallel, vector) but not how to spread it
+// over a GPU. Each top-level loop becomes one __global__ entry, launched in order (so a later
+// loop sees everything an earlier one stored); a kernel with top-level statements other than
+// loops (a full reduction's accumulator, say) is one entry over its whole body. Within an entry,
+// the "row nest" is the chain of loops that each hold exactly one non-vector loop, and its body
+// decides the mapping:
+// - no accumulators and no further loops but at most one innermost vector loop: Elementwise,
+//   every loop flattened into one index that a grid-stride loop walks (adjacent threads touch
+//   adjacent elements of contiguous buffers);
+// - vector loops, with accumulators reduced only across vector iterations: BlockPerRow. The
+//   vector loops are split over the block's threads; an accumulator declared outside a vector
+//   loop and combined inside it is reduced over the block (warp shuffles, then shared memory)
+//   right after the statement of its own block that holds those combines, so every thread reads
+//   the full value afterwards. Stores outside vector loops are made by thread 0, and a
+//   __syncthreads follows each statement that stores or holds a vector loop, so a later walk
+//   over the row sees them (Note [Row cache] reads back what an earlier walk stored).
+//   Refused (ThreadPerRow instead) when an accumulator is also combined outside the vector
+//   loops, or read inside the statement that combines it across threads: a thread would see a
+//   partial value;
+// - otherwise (loops without vector loops, a column sum): ThreadPerRow, each iteration of the
+//   nest on its own thread, serially.
+// A body with no loop nest above it gets BlockPerRow over a single row, or SingleThread.
+//
+// Note [CUDA kernel ABI]
+// Every entry takes the kernel's buffers in order as typed pointers to their first element
+// (bool as unsigned char, the 16-bit floats as their bits in unsigned short), inputs const.
+// Values of 16-bit float dtypes are floats already rounded to the dtype, as in the interpreter.
+// Integer arithmetic on data wraps (it is done unsigned); index arithmetic, which the verifier
+// bounds, is plain signed. A zero integer divisor divides by 1: unlike the CPU backends, the
+// kernel does not report it.
+
+std::string ident(std::string_view name) {
+  std::string s;
+  for (char c : name)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return s;
+}
+
+std::string_view value_type(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return "bool";
+    case DType::Int32:
+      return "int";
+    case DType::Int64:
+      return "long long";
+    case DType::Float64:
+      return "double";
+    default:
+      return "float";  // f32, and the 16-bit floats in their lane form
+  }
+}
+
+std::string_view storage_type(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return "unsigned char";
+    case DType::Float16:
+    case DType::BFloat16:
+      return "unsigned short";
+    default:
+      return value_type(t);
+  }
+}
+
+std::string_view dtype_suffix(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return "b8";
+    case DType::Int32:
+      return "i32";
+    case DType::Int64:
+      return "i64";
+    case DType::Float64:
+      return "f64";
+    default:
+      return "f32";
+  }
+}
+
+std::string int_literal(int64_t v, DType t) {
+  if (t == kBool) return v ? "true" : "false";
+  if (t == kInt32) {
+    if (v == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
+    return fmt::format("{}", v);
+  }
+  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807ll - 1)";
+  return fmt::format("{}ll", v);
+}
+
+std::string identity_literal(ReduceOp op, DType t) {
+  bool fl = is_floating(t);
+  switch (op) {
+    case ReduceOp::Sum:
+      return fl ? float_literal(0.0, t) : int_literal(0, t);
+    case ReduceOp::Prod:
+      return fl ? float_literal(1.0, t) : int_literal(1, t);
+    case ReduceOp::Max:
+      if (t == kBool) return "false";
+      if (fl) return float_literal(-std::numeric_limits<double>::infinity(), t);
+      return int_literal(
+          t == kInt32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min(),
+          t);
+    case ReduceOp::Min:
+      if (t == kBool) return "true";
+      if (fl) return float_literal(std::numeric_limits<double>::infinity(), t);
+      return int_literal(
+          t == kInt32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max(),
+          t);
+  }
+  return "0";
+}
+
+std::string_view combine_functor(ReduceOp op, DType t) {
+  if (t == kBool) return op == ReduceOp::Sum || op == ReduceOp::Max ? "KilnOr()" : "KilnAnd()";
+  switch (op) {
+    case ReduceOp::Sum:
+      return "KilnSum()";
+    case ReduceOp::Prod:
+      return "KilnProd()";
+    case ReduceOp::Max:
+      return "KilnMax()";
+    case ReduceOp::Min:
+      return "KilnMin()";
+  }
+  return "";
+}
+
+// ---- analysis of statement trees ----
+
+using StmtFn = std::function<void(const Stmt&, int)>;
+
+// Calls f on s and every statement inside it, with the number of vector loops around each
+// (counted from s's level).
+void walk_stmt(const Stmt& s, const StmtFn& f, int vector_depth = 0);
+
+void walk(const std::vector<Stmt>& body, const StmtFn& f, int vector_depth = 0) {
+  for (const Stmt& s : body)
+    walk_stmt(s, f, vector_depth);
+}
+
+void walk_stmt(const Stmt& s, const StmtFn& f, int vector_depth) {
+  f(s, vector_depth);
+  int inner = vector_depth + (s.kind == StmtKind::Loop && s.loop_kind == LoopKind::Vector);
+  walk(s.body, f, inner);
+  walk(s.else_body, f, inner);
+}
+
+bool any_stmt(const std::vector<Stmt>& body, const std::function<bool(const Stmt&)>& pred) {
+  bool found = false;
+  walk(body, [&](const Stmt& s, int) { found = found || pred(s); });
+  return found;
+}
+
+bool stmt_has(const Stmt& s, const std::function<bool(const Stmt&)>& pred) {
+  bool found = false;
+  walk_stmt(s, [&](const Stmt& t, int) { found = found || pred(t); });
+  return found;
+}
+
+struct RowNest {
+  std::vector<const Stmt*> loops;           // outermost first
+  const std::vector<Stmt>* body = nullptr;  // the innermost loop's body
+};
+
+RowNest row_nest(const Stmt& top) {
+  RowNest n;
+  const Stmt* s = &top;
+  while (true) {
+    n.loops.push_back(s);
+    if (s->body.size() == 1 && s->body[0].kind == StmtKind::Loop &&
+        s->body[0].loop_kind != LoopKind::Vector) {
+      s = &s->body[0];
+      continue;
+    }
+    break;
+  }
+  n.body = &n.loops.back()->body;
+  return n;
+}
+
+class Emitter {
+ public:
+  explicit Emitter(const Kernel& k) : k_(k) {
+    reads_acc_.resize(k.exprs.size(), false);
+    has_load_.resize(k.exprs.size(), false);
+    walk(k.body, [&](const Stmt& s, int) {
+      if (s.kind == StmtKind::Accumulator) acc_vars_.insert(s.var);
+    });
+    for (size_t i = 0; i < k.exprs.size(); ++i) {
+      const Expr& e = k.exprs[i];
+      bool acc = e.kind == ExprKind::Var && acc_vars_.count(e.var);
+      bool load = e.kind == ExprKind::Load;
+      for (ExprId a : e.args) {
+        if (a == kir::kNoExpr) continue;
+        acc = acc || reads_acc_[static_cast<size_t>(a)];
+        load = load || has_load_[static_cast<size_t>(a)];
+      }
+      reads_acc_[i] = acc;
+      has_load_[i] = load;
+    }
+  }
+
+  CudaSource run() {
+    CudaSource src;
+    src.name = k_.name;
+    bool all_loops = std::all_of(k_.body.begin(), k_.body.end(),
+                                 [](const Stmt& s) { return s.kind == StmtKind::Loop; });
+    if (all_loops && !k_.body.empty()) {
+      for (size_t i = 0; i < k_.body.size(); ++i)
+        entry_for_loop(src, k_.body[i], static_cast<int>(i));
+    } else {
+      entry_for_body(src, k_.body, 0);
+    }
+    return src;
+  }
+
+ private:
+  // ---- entries ----
+
+  std::string symbol(int index) const { return fmt::format("kiln_{}_{}", ident(k_.name), index); }
+
+  std::string signature(const std::string& sym, int block) const {
+    std::string params;
+    for (const kir::Buffer& b : k_.buffers) {
+      if (!params.empty()) params += ", ";
+      params += fmt::format("{}{}* __restrict__ {}", b.output ? "" : "const ",
+                            storage_type(b.dtype), buffer_name(b));
+    }
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block, sym,
+                       params);
+  }
+
+  static std::string buffer_name(const kir::Buffer& b) { return "p_" + ident(b.name); }
+  std::string var_name(VarId v) const { return "v_" + ident(k_.vars[static_cast<size_t>(v)].name); }
+
+  void entry_for_loop(CudaSource& src, const Stmt& top, int index) {
+    RowNest nest = row_nest(top);
+    std::vector<const Stmt*> flat = nest.loops;
+    const std::vector<Stmt>* body = nest.body;
+    bool elementwise = false;
+    if (top.loop_kind == LoopKind::Vector) {
+      elementwise = !has_loops_or_accs(*body);
+    } else if (body->size() == 1 && (*body)[0].kind == StmtKind::Loop &&
+               (*body)[0].loop_kind == LoopKind::Vector && !has_loops_or_accs((*body)[0].body)) {
+      flat.push_back(&(*body)[0]);
+      body = &(*body)[0].body;
+      elementwise = true;
+    } else {
+      elementwise = !has_loops_or_accs(*body);
+    }
+    int64_t work = 1;
+    for (const Stmt* l : flat)
+      work *= l->extent;
+    if (elementwise) {
+      emit_flat(src, index, flat, *body, Mapping::Elementwise, work, 256);
+      return;
+    }
+    int64_t rows = 1;
+    for (const Stmt* l : nest.loops)
+      rows *= l->extent;
+    if (block_per_row_ok(*nest.body)) {
+      emit_flat(src, index, nest.loops, *nest.body, Mapping::BlockPerRow, rows,
+                row_block(*nest.body));
+    } else {
+      emit_flat(src, index, nest.loops, *nest.body, Mapping::ThreadPerRow, rows, 128);
+    }
+  }
+
+  void entry_for_body(CudaSource& src, const std::vector<Stmt>& body, int index) {
+    if (block_per_row_ok(body))
+      emit_flat(src, index, {}, body, Mapping::BlockPerRow, 1, row_block(body));
+    else
+      emit_flat(src, index, {}, body, Mapping::SingleThread, 1, 1);
+  }
+
+  static bool has_loops_or_accs(const std::vector<Stmt>& body) {
+    return any_stmt(body, [](const Stmt& s) {
+      return s.kind == StmtKind::Loop || s.kind == StmtKind::Accumulator ||
+             s.kind == StmtKind::Accumulate;
+    });
+  }
+
+  // Threads per block for a row body: about four elements of its longest vector loop per
+  // thread, 32 to 512 threads.
+  static int row_block(const std::vector<Stmt>& body) {
+    int64_t longest = 1;
+    walk(body, [&](const Stmt& s, int) {
+      if (s.kind == StmtKind::Loop && s.loop_kind == LoopKind::Vector)
+        longest = std::max(longest, s.extent);
+    });
+    int block = 32;
+    while (block < 512 && block * 4 < longest)
+      block *= 2;
+    return block;
+  }
+
+  // Note [CUDA kernel mapping]'s conditions for BlockPerRow.
+  bool block_per_row_ok(const std::vector<Stmt>& body) const {
+    if (!any_stmt(body, [](const Stmt& s) {
+          return s.kind == StmtKind::Loop && s.loop_kind == LoopKind::Vector;
+        }))
+      return false;
+    std::set<VarId> strided, plain;
+    walk(body, [&](const Stmt& s, int depth) {
+      if (s.kind == StmtKind::Accumulate) (depth > 0 ? strided : plain).insert(s.var);
+    });
+    // Accumulators declared inside a vector loop are per element: they do not count.
+    std::set<VarId> declared_in_vector;
+    walk(body, [&](const Stmt& s, int depth) {
+      if (s.kind == StmtKind::Accumulator && depth > 0) declared_in_vector.insert(s.var);
+    });
+    for (VarId v : strided)
+      if (!declared_in_vector.count(v) && plain.count(v)) return false;
+    return reads_ok(body, declared_in_vector);
+  }
+
+  // No statement of a block-level list reads an accumulator that it also combines inside a
+  // vector loop (checked in every list outside vector loops).
+  bool reads_ok(const std::vector<Stmt>& list, const std::set<VarId>& per_element) const {
+    for (const Stmt& s : list) {
+      for (VarId v : strided_accs_in(s))
+        if (!per_element.count(v) && stmt_reads_var(s, v)) return false;
+      if (s.kind == StmtKind::Loop && s.loop_kind == LoopKind::Vector) continue;
+      if (!reads_ok(s.body, per_element) || !reads_ok(s.else_body, per_element)) return false;
+    }
+    return true;
+  }
+
+  // The accumulators s combines inside a vector loop (s itself one, or one inside s).
+  static std::set<VarId> strided_accs_in(const Stmt& s) {
+    std::set<VarId> out;
+    walk_stmt(s, [&](const Stmt& t, int depth) {
+      if (t.kind == StmtKind::Accumulate && depth > 0) out.insert(t.var);
+    });
+    return out;
+  }
+
+  bool expr_reads_var(ExprId e, VarId v) const {
+    if (e == kir::kNoExpr) return false;
+    const Expr& x = k_.exprs[static_cast<size_t>(e)];
+    if (x.kind == ExprKind::Var) return x.var == v;
+    for (ExprId a : x.args)
+      if (expr_reads_var(a, v)) return true;
+    return false;
+  }
+
+  bool stmt_reads_var(const Stmt& s, VarId v) const {
+    bool found = false;
+    walk_stmt(s, [&](const Stmt& t, int) {
+      for (ExprId e : {t.index, t.value, t.cond})
+        found = found || expr_reads_var(e, v);
+    });
+    return found;
+  }
+
+  // One __global__ function: the loops in `flat` walked as one index space by the mapping,
+  // then `body` for each point of it.
+  void emit_flat(CudaSource& src, int index, const std::vector<const Stmt*>& flat,
+                 const std::vector<Stmt>& body, Mapping mapping, int64_t work, int block) {
+    mapping_ = mapping;
+    out_.clear();
+    memo_.assign(1, {});
+    counter_ = 0;
+    std::string sym = symbol(index);
+    CudaEntry entry{sym, mapping, work, block, 1};
+    int64_t per_block = mapping == Mapping::BlockPerRow ? 1 : block;
+    entry.grid = mapping == Mapping::SingleThread ? 1 : (work + per_block - 1) / per_block;
+    src.entries.push_back(entry);
+
+    std::string code = signature(sym, block) + " {\n";
+    indent_ = 1;
+    if (mapping == Mapping::BlockPerRow) {
+      std::set<DType> scratch;
+      walk(body, [&](const Stmt& s, int depth) {
+        if (s.kind == StmtKind::Accumulate && depth > 0)
+          scratch.insert(k_.vars[static_cast<size_t>(s.var)].dtype);
+      });
+      for (DType t : scratch)
+        line(fmt::format("__shared__ {} scratch_{}[32];", value_type(t), dtype_suffix(t)));
+    }
+    // 32-bit index arithmetic when the whole space fits: 64-bit division is slow on GPUs.
+    std::string it = work < (int64_t{1} << 31) ? "unsigned" : "unsigned long long";
+    std::string first, step;
+    switch (mapping) {
+      case Mapping::Elementwise:
+      case Mapping::ThreadPerRow:
+        first = fmt::format("({})blockIdx.x * blockDim.x + threadIdx.x", it);
+        step = fmt::format("({})gridDim.x * blockDim.x", it);
+        break;
+      case Mapping::BlockPerRow:
+        first = "blockIdx.x";
+        step = "gridDim.x";
+        break;
+      case Mapping::SingleThread:
+        line("if (blockIdx.x != 0 || threadIdx.x != 0) return;");
+        break;
+    }
+    if (mapping == Mapping::SingleThread || work == 1) {
+      if (mapping != Mapping::SingleThread && mapping != Mapping::BlockPerRow)
+        line("if (blockIdx.x != 0 || threadIdx.x != 0) return;");
+      if (mapping == Mapping::BlockPerRow) line("if (blockIdx.x != 0) return;");
+      for (const Stmt* l : flat)
+        line(fmt::format("const long long {} = 0;", var_name(l->var)));
+      stmts(body, /*vector_level=*/false);
+    } else {
+      line(fmt::format("for ({} flat = {}; flat < {}u; flat += {}) {{", it, first, work, step));
+      ++indent_;
+      memo_.emplace_back();
+      if (flat.size() == 1) {
+        line(fmt::format("const long long {} = (long long)flat;", var_name(flat[0]->var)));
+      } else {
+        line(fmt::format("{} rest = flat;", it));
+        for (size_t i = flat.size(); i-- > 0;) {
+          const Stmt* l = flat[i];
+          if (i == 0) {
+            line(fmt::format("const long long {} = (long long)rest;", var_name(l->var)));
+          } else {
+            line(fmt::format("const long long {} = (long long)(rest % {}u);", var_name(l->var),
+                             l->extent));
+            line(fmt::format("rest /= {}u;", l->extent));
+          }
+        }
+      }
+      stmts(body, false);
+      // The next row's walks must not overtake this row's last reads of what it stored.
+      if (mapping == Mapping::BlockPerRow && !out_.ends_with("__syncthreads();\n"))
+        line("__syncthreads();");
+      memo_.pop_back();
+      --indent_;
+      line("}");
+    }
+    code += out_ + "}\n";
+    src.code += code;
+  }
+
+  // ---- statements ----
+
+  void line(const std::string& s) {
+    out_.append(static_cast<size_t>(indent_) * 2, ' ');
+    out_ += s;
+    out_ += '\n';
+  }
+
+  // `vector_level`: inside a vector loop (in BlockPerRow, one thread's share of it).
+  void stmts(const std::vector<Stmt>& list, bool vector_level) {
+    const std::vector<Stmt>* outer_list = current_list_;
+    current_list_ = &list;
+    for (const Stmt& s : list) {
+      stmt(s, vector_level);
+      if (mapping_ != Mapping::BlockPerRow || vector_level) continue;
+      // Reduce what this statement combined across the block's threads (Note [CUDA kernel
+      // mapping]); only accumulators of this list or outer ones reach here.
+      bool reduced = false;  // kiln_block_reduce ends with a __syncthreads
+      for (VarId v : strided_accs_in(s)) {
+        if (!declared_.count(v) || declared_[v] != &list) continue;
+        reduced = true;
+        const kir::Var& var = k_.vars[static_cast<size_t>(v)];
+        ReduceOp op = reduce_of_.at(v);
+        line(fmt::format("{} = kiln_block_reduce({}, {}, {}, scratch_{});", var_name(v),
+                         var_name(v), combine_functor(op, var.dtype),
+                         identity_literal(op, var.dtype), dtype_suffix(var.dtype)));
+      }
+      bool syncs = stmt_has(s, [](const Stmt& t) {
+        return t.kind == StmtKind::Store ||
+               (t.kind == StmtKind::Loop && t.loop_kind == LoopKind::Vector);
+      });
+      if (syncs && !reduced) line("__syncthreads();");
+    }
+    current_list_ = outer_list;
+  }
+
+  void block(const std::vector<Stmt>& list, bool vector_level) {
+    memo_.emplace_back();
+    ++indent_;
+    stmts(list, vector_level);
+    --indent_;
+    memo_.pop_back();
+  }
+
+  void stmt(const Stmt& s, bool vector_level) {
+    switch (s.kind) {
+      case StmtKind::Loop: {
+        std::string v = var_name(s.var);
+        bool strided =
+            mapping_ == Mapping::BlockPerRow && s.loop_kind == LoopKind::Vector && !vector_level;
+        if (strided) {
+          line(fmt::format("for (long long {} = threadIdx.x; {} < {}ll; {} += blockDim.x) {{", v, v,
+                           s.extent, v));
+        } else {
+          line(fmt::format("for (long long {} = 0; {} < {}ll; ++{}) {{", v, v, s.extent, v));
+        }
+        block(s.body, vector_level || s.loop_kind == LoopKind::Vector);
+        line("}");
+        return;
+      }
+      case StmtKind::Store: {
+        const kir::Buffer& b = k_.buffers[static_cast<size_t>(s.buffer)];
+        std::string idx = expr(s.index);
+        std::string value = to_storage(convert(expr(s.value), dtype(s.value), b.dtype), b.dtype);
+        std::string store = fmt::format("{}[{}] = {};", buffer_name(b), idx, value);
+        if (mapping_ == Mapping::BlockPerRow && !vector_level)
+          line("if (threadIdx.x == 0) " + store);
+        else
+          line(store);
+        return;
+      }
+      case StmtKind::Let: {
+        const kir::Var& var = k_.vars[static_cast<size_t>(s.var)];
+        line(fmt::format("const {} {} = {};", value_type(var.dtype), var_name(s.var),
+                         convert(expr(s.value), dtype(s.value), var.dtype)));
+        return;
+      }
+      case StmtKind::Accumulator: {
+        const kir::Var& var = k_.vars[static_cast<size_t>(s.var)];
+        line(fmt::format("{} {} = {};", value_type(var.dtype), var_name(s.var),
+                         identity_literal(s.reduce, var.dtype)));
+        reduce_of_[s.var] = s.reduce;
+        declared_[s.var] = current_list_;
+        return;
+      }
+      case StmtKind::Accumulate: {
+        const kir::Var& var = k_.vars[static_cast<size_t>(s.var)];
+        std::string v = var_name(s.var);
+        std::string x = convert(expr(s.value), dtype(s.value), var.dtype);
+        line(fmt::format("{} = {};", v, combine(s.reduce, var.dtype, v, x)));
+        return;
+      }
+      case StmtKind::If: {
+        line(fmt::format("if ({}) {{", expr(s.cond)));
+        block(s.body, vector_level);
+        if (!s.else_body.empty()) {
+          line("} else {");
+          block(s.else_body, vector_level);
+        }
+        line("}");
+        return;
+      }
+    }
+  }
+
+  std::string combine(ReduceOp op, DType t, const std::string& a, const std::string& b) {
+    if (t == kBool)
+      return op == ReduceOp::Sum || op == ReduceOp::Max ? fmt::format("{} || {}", a, b)
+                                                        : fmt::format("{} && {}", a, b);
+    switch (op) {
+      case ReduceOp::Sum:
+        return is_floating(t) ? fmt::format("{} + {}", a, b) : wrap_int("+", a, b, t);
+      case ReduceOp::Prod:
+        return is_floating(t) ? fmt::format("{} * {}", a, b) : wrap_int("*", a, b, t);
+      case ReduceOp::Max:
+        if (is_floating(t)) return fmt::format("kiln_max_{}({}, {})", dtype_suffix(t), a, b);
+        return fmt::format("{} > {} ? {} : {}", a, b, a, b);
+      case ReduceOp::Min:
+        if (is_floating(t)) return fmt::format("kiln_min_{}({}, {})", dtype_suffix(t), a, b);
+        return fmt::format("{} < {} ? {} : {}", a, b, a, b);
+    }
+    return a;
+  }
+
+  // ---- expressions ----
+
+  DType dtype(ExprId e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
+
+  // An expression as C: constants and variables inline, everything else bound once per scope
+  // to a temporary. An expression that reads an accumulator is bound again at each use, since
+  // the accumulator changes between uses.
+  std::string expr(ExprId id) {
+    const Expr& e = k_.exprs[static_cast<size_t>(id)];
+    if (e.kind == ExprKind::Const) {
+      return is_floating(e.dtype) ? float_literal(e.value, e.dtype)
+                                  : int_literal(e.ivalue, e.dtype);
+    }
+    if (e.kind == ExprKind::Var) return var_name(e.var);
+    bool memoize = !reads_acc_[static_cast<size_t>(id)];
+    if (memoize) {
+      for (auto it = memo_.rbegin(); it != memo_.rend(); ++it) {
+        auto found = it->find(id);
+        if (found != it->end()) return found->second;
+      }
+    }
+    std::string code = compute(e, id);
+    std::string name = fmt::format("e{}", counter_++);
+    line(fmt::format("const {} {} = {};", value_type(e.dtype), name, code));
+    if (memoize) memo_.back().emplace(id, name);
+    return name;
+  }
+
+  std::string compute(const Expr& e, ExprId id) {
+    auto arg = [&](int i) { return expr(e.args[i]); };
+    switch (e.kind) {
+      case ExprKind::Load: {
+        const kir::Buffer& b = k_.buffers[static_cast<size_t>(e.buffer)];
+        return from_storage(fmt::format("{}[{}]", buffer_name(b), arg(0)), b.dtype);
+      }
+      case ExprKind::Unary:
+        return unary(static_cast<UnaryOp>(e.op), dtype(e.args[0]), arg(0), id);
+      case ExprKind::Binary: {
+        std::string a = arg(0), b = arg(1);
+        return binary(static_cast<BinaryOp>(e.op), dtype(e.args[0]), a, b, e.args[1], id);
+      }
+      case ExprKind::Select: {
+        std::string c = arg(0), a = arg(1), b = arg(2);
+        return fmt::format("{} ? {} : {}", c, a, b);
+      }
+      case ExprKind::Cast:
+        return convert(arg(0), dtype(e.args[0]), e.dtype);
+      default:
+        break;
+    }
+    KILN_ERROR("cuda emitter: kernel {}: unexpected expression kind", k_.name);
+  }
+
+  static std::string from_storage(const std::string& x, DType t) {
+    switch (t) {
+      case DType::Bool:
+        return fmt::format("({} != 0)", x);
+      case DType::Float16:
+        return fmt::format("kiln_f16_to_f32({})", x);
+      case DType::BFloat16:
+        return fmt::format("kiln_bf16_to_f32({})", x);
+      default:
+        return x;
+    }
+  }
+
+  static std::string to_storage(const std::string& x, DType t) {
+    switch (t) {
+      case DType::Bool:
+        return fmt::format("(unsigned char)({})", x);
+      case DType::Float16:
+        return fmt::format("kiln_f32_to_f16({})", x);
+      case DType::BFloat16:
+        return fmt::format("kiln_f32_to_bf16({})", x);
+      default:
+        return x;
+    }
+  }
+
+  // As the LLVM backend's convert (and so lanes::cast): a static_cast, except float -> int of
+  // NaN or out-of-range values gives the integer minimum, and 16-bit floats round through float.
+  static std::string convert(const std::string& x, DType from, DType to) {
+    if (from == to) return x;
+    if (to == kFloat16 || to == kBFloat16) {
+      std::string f = convert(x, from, kFloat32);
+      return fmt::format("{}({})", to == kFloat16 ? "kiln_round_f16" : "kiln_round_bf16", f);
+    }
+    if (to == kBool) return fmt::format("({} != 0)", x);
+    if (is_floating(to)) {
+      if ((from == kFloat16 || from == kBFloat16) && to == kFloat32) return x;
+      return fmt::format("({})({})", value_type(to), x);
+    }
+    if (is_floating(from))
+      return fmt::format("{}((double)({}))", to == kInt32 ? "kiln_f2i32" : "kiln_f2i64", x);
+    return fmt::format("({})({})", value_type(to), x);
+  }
+
+  static std::string wrap_int(std::string_view op, const std::string& a, const std::string& b,
+                              DType t) {
+    std::string_view u = t == kInt32 ? "unsigned" : "unsigned long long";
+    return fmt::format("({})(({}){} {} ({}){})", value_type(t), u, a, op, u, b);
+  }
+
+  std::string unary(UnaryOp op, DType t, const std::string& x, ExprId id) {
+    if (t == kBool) return "!" + x;
+    if (!is_floating(t)) {
+      bool data = has_load_[static_cast<size_t>(id)];
+      std::string neg = data ? wrap_int("-", int_literal(0, t), x, t) : "-(" + x + ")";
+      if (op == UnaryOp::Neg) return neg;
+      if (op == UnaryOp::Abs) return fmt::format("{} < 0 ? {} : {}", x, neg, x);
+      KILN_ERROR("cuda emitter: kernel {}: unary '{}' on {} has no lowering", k_.name,
+                 kir::unary_op_name(op), dtype_name(t));
+    }
+    bool f32 = t != kFloat64;
+    auto lib = [&](std::string_view name) {
+      return fmt::format("{}{}({})", name, f32 ? "f" : "", x);
+    };
+    switch (op) {
+      case UnaryOp::Neg:
+        return "-(" + x + ")";
+      case UnaryOp::Abs:
+        return lib("fabs");
+      case UnaryOp::Exp:
+        return f32 ? fmt::format("kiln_exp_f32({})", x) : lib("exp");
+      case UnaryOp::Log:
+        return f32 ? fmt::format("kiln_log_f32({})", x) : lib("log");
+      case UnaryOp::Tanh:
+        return f32 ? fmt::format("kiln_tanh_f32({})", x) : lib("tanh");
+      case UnaryOp::Erf:
+        return f32 ? fmt::format("kiln_erf_f32({})", x) : lib("erf");
+      case UnaryOp::Log1p:
+        return lib("log1p");
+      case UnaryOp::Expm1:
+        return lib("expm1");
+      case UnaryOp::Sqrt:
+        return lib("sqrt");
+      case UnaryOp::Sin:
+        return lib("sin");
+      case UnaryOp::Cos:
+        return lib("cos");
+      case UnaryOp::Not:
+        break;
+    }
+    KILN_ERROR("cuda emitter: kernel {}: unary '{}' on {} has no lowering", k_.name,
+               kir::unary_op_name(op), dtype_name(t));
+  }
+
+  std::string binary(BinaryOp op, DType t, const std::string& a, const std::string& b, ExprId rhs,
+                     ExprId id) {
+    if (t == kBool) {
+      switch (op) {
+        case BinaryOp::Add:
+        case BinaryOp::Max:
+        case BinaryOp::Or:
+          return fmt::format("{} || {}", a, b);
+        case BinaryOp::Mul:
+        case BinaryOp::Min:
+        case BinaryOp::And:
+          return fmt::format("{} && {}", a, b);
+        case BinaryOp::Sub:
+        case BinaryOp::Ne:
+          return fmt::format("{} != {}", a, b);
+        case BinaryOp::Eq:
+          return fmt::format("{} == {}", a, b);
+        case BinaryOp::Lt:
+          return fmt::format("!{} && {}", a, b);
+        case BinaryOp::Le:
+          return fmt::format("!{} || {}", a, b);
+        default:
+          break;
+      }
+    } else if (is_floating(t)) {
+      bool f32 = t != kFloat64;
+      switch (op) {
+        case BinaryOp::Add:
+          return fmt::format("{} + {}", a, b);
+        case BinaryOp::Sub:
+          return fmt::format("{} - {}", a, b);
+        case BinaryOp::Mul:
+          return fmt::format("{} * {}", a, b);
+        case BinaryOp::Div:
+          return fmt::format("{} / {}", a, b);
+        case BinaryOp::Rem:
+          return fmt::format("{}({}, {})", f32 ? "fmodf" : "fmod", a, b);
+        case BinaryOp::Pow:
+          return fmt::format("{}({}, {})", f32 ? "powf" : "pow", a, b);
+        case BinaryOp::Max:
+        case BinaryOp::Min:
+          return fmt::format("kiln_{}_{}({}, {})", op == BinaryOp::Max ? "max" : "min",
+                             dtype_suffix(t), a, b);
+        case BinaryOp::Eq:
+          return fmt::format("{} == {}", a, b);
+        case BinaryOp::Ne:
+          return fmt::format("{} != {}", a, b);
+        case BinaryOp::Lt:
+          return fmt::format("{} < {}", a, b);
+        case BinaryOp::Le:
+          return fmt::format("{} <= {}", a, b);
+        default:
+          break;
+      }
+    } else {
+      bool data = has_load_[static_cast<size_t>(id)];
+      const Expr& r = k_.exprs[static_cast<size_t>(rhs)];
+      bool positive_const = r.kind == ExprKind::Const && r.ivalue > 0;
+      switch (op) {
+        case BinaryOp::Add:
+          return data ? wrap_int("+", a, b, t) : fmt::format("{} + {}", a, b);
+        case BinaryOp::Sub:
+          return data ? wrap_int("-", a, b, t) : fmt::format("{} - {}", a, b);
+        case BinaryOp::Mul:
+          return data ? wrap_int("*", a, b, t) : fmt::format("{} * {}", a, b);
+        case BinaryOp::Div:
+          if (positive_const) return fmt::format("{} / {}", a, b);
+          return fmt::format("({})kiln_idiv({}, {})", value_type(t), a, b);
+        case BinaryOp::Rem:
+          if (positive_const) return fmt::format("{} % {}", a, b);
+          return fmt::format("({})kiln_irem({}, {})", value_type(t), a, b);
+        case BinaryOp::Pow:
+          return fmt::format("({})kiln_ipow({}, {})", value_type(t), a, b);
+        case BinaryOp::Max:
+          return fmt::format("{} > {} ? {} : {}", a, b, a, b);
+        case BinaryOp::Min:
+          return fmt::format("{} < {} ? {} : {}", a, b, a, b);
+        case BinaryOp::Eq:
+          return fmt::format("{} == {}", a, b);
+        case BinaryOp::Ne:
+          return fmt::format("{} != {}", a, b);
+        case BinaryOp::Lt:
+          return fmt::format("{} < {}", a, b);
+        case BinaryOp::Le:
+          return fmt::format("{} <= {}", a, b);
+        default:
+          break;
+      }
+    }
+    KILN_ERROR("cuda emitter: kernel {}: binary '{}' on {} has no lowering", k_.name,
+               kir::binary_op_name(op), dtype_name(t));
+  }
+
+  const Kernel& k_;
+  Mapping mapping_ = Mapping::Elementwise;
+  std::string out_;
+  int indent_ = 1;
+  int counter_ = 0;
+  std::vector<std::unordered_map<ExprId, std::string>> memo_;
+  std::vector<bool> reads_acc_, has_load_;
+  std::set<VarId> acc_vars_;
+  std::unordered_map<VarId, ReduceOp> reduce_of_;
+  std::unordered_map<VarId, const std::vector<Stmt>*> declared_;
+  const std::vector<Stmt>* current_list_ = nullptr;
+};
+
+}  // namespace
+
+CudaSource emit_cuda(const Kernel& kernel) {
+  kir::verify(kernel);
+  return Emitter(kernel).run();
+}
+
+}  // namespace kiln::codegen::cuda

@@ -1,0 +1,47 @@
+// Kernel IR -> CUDA C (Note [CUDA kernel mapping] in cuda_emitter.cpp). One kir::Kernel becomes
+// one translation unit: the preamble (cuda_math.h) and one or more `extern "C" __global__`
+// entry points, launched in order on one stream.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/kernel_ir/kernel_ir.h"
+
+namespace kiln::codegen::cuda {
+
+// How an entry point spreads its loop nest over the grid.
+enum class Mapping : uint8_t {
+  Elementwise,   // the whole nest flattened, one element per thread, grid-stride
+  BlockPerRow,   // one block per iteration of the outer loops; the vector loops split over its
+                 // threads, with warp-shuffle and block reductions of their accumulators
+  ThreadPerRow,  // one thread per iteration of the outer loops, which runs the rest serially
+  SingleThread,  // one thread runs the statements (what no other mapping can run correctly)
+};
+std::string_view mapping_name(Mapping m);
+
+struct CudaEntry {
+  std::string symbol;  // the __global__ function's name
+  Mapping mapping = Mapping::Elementwise;
+  int64_t work = 1;  // elements (Elementwise), rows (BlockPerRow, ThreadPerRow), or 1
+  int block = 256;   // threads per block, a multiple of 32 (1 for SingleThread)
+  int64_t grid = 1;  // blocks that cover `work` once; the launcher may use fewer (grid-stride)
+};
+
+struct CudaSource {
+  std::string name;                // the kernel's name
+  std::string code;                // the entry points (they call into cuda_preamble())
+  std::vector<CudaEntry> entries;  // in launch order; each takes every buffer, in order
+
+  // The translation unit NVRTC compiles: the preamble, then the code.
+  std::string translation_unit() const;
+  // A comment block listing the entries and their launch shapes, then the code (no preamble).
+  std::string str() const;
+};
+
+// Writes `kernel` (verified first; throws kiln::Error naming the kernel when it does not verify)
+// as CUDA C.
+CudaSource emit_cuda(const kir::Kernel& kernel);
+
+}  // namespace kiln::codegen::cuda

@@ -1,0 +1,73 @@
+// Pointwise math as CUDA C (Note [Pointwise math is written once]). The float32 exp, log, tanh
+// and erf of the eager kernels are the polynomial templates of runtime/pointwise_math.h;
+// instantiating them with CudaVal writes the same arithmetic as CUDA C statements, so the CUDA
+// kernels compute the function the eager and LLVM ones compute. Everything else is a CUDA math
+// library call or a small helper of the preamble.
+#pragma once
+
+#include <string>
+
+#include "kiln/runtime/dtype.h"
+#include "kiln/runtime/pointwise_math.h"
+
+namespace kiln::codegen::cuda {
+
+// A value of the function being written: the name of a C variable (or a literal) of the
+// innermost CudaScope's float type, or a `bool` for comparisons.
+class CudaVal {
+ public:
+  explicit CudaVal(std::string code) : code_(std::move(code)) {}
+  CudaVal(double c);  // NOLINT: a constant of the scope's float type
+  CudaVal(int c);     // NOLINT
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+// The function body CudaVal operations append to: each operation becomes one `const T tN = ...;`
+// line, so a value used twice is computed once, as in the template.
+class CudaScope {
+ public:
+  CudaScope(std::string& body, DType float_type);
+  ~CudaScope();
+  CudaScope(const CudaScope&) = delete;
+  CudaScope& operator=(const CudaScope&) = delete;
+  // Appends `const <type> tN = <code>;` and returns tN.
+  static CudaVal bind(std::string_view type, const std::string& code);
+  static DType float_type();
+
+ private:
+  std::string* prev_body_;
+  DType prev_type_;
+  int prev_counter_;
+};
+
+CudaVal operator+(CudaVal a, CudaVal b);
+CudaVal operator-(CudaVal a, CudaVal b);
+CudaVal operator*(CudaVal a, CudaVal b);
+CudaVal operator/(CudaVal a, CudaVal b);
+CudaVal operator-(CudaVal a);
+CudaVal operator<(CudaVal a, CudaVal b);
+CudaVal operator>(CudaVal a, CudaVal b);
+CudaVal operator<=(CudaVal a, CudaVal b);
+CudaVal operator!=(CudaVal a, CudaVal b);
+CudaVal operator==(CudaVal a, CudaVal b);
+CudaVal select(CudaVal c, CudaVal a, CudaVal b);
+CudaVal abs(CudaVal x);
+// The bit tricks of pointwise_math.h's float helpers, in CUDA C.
+CudaVal exp2i(CudaVal n);
+CudaVal round_int(CudaVal x);
+kiln::math::MantissaExponent<CudaVal> mantissa_exponent(CudaVal x);
+
+// A float literal of dtype t (Float32 or Float64) that is exactly v: hexadecimal digits, or a bit
+// pattern for infinities and NaN.
+std::string float_literal(double v, DType t);
+
+// The device functions every generated kernel may call (Note [CUDA preamble] in
+// cuda_math.cpp): the polynomial float32 exp/log/tanh/erf from the templates, conversions of
+// the 16-bit floats, NaN-propagating max/min, torch's integer pow, float -> int casts as x86
+// gives them, and the warp and block reductions.
+const std::string& cuda_preamble();
+
+}  // namespace kiln::codegen::cuda

@@ -1,0 +1,45 @@
+// Helpers of the float32 accuracy tests (tests/runtime/pointwise_accuracy_test.cpp and
+// tests/cuda_host/cuda_preamble_host_test.cpp): the distance in ulps between two floats, and the
+// inputs both sweep.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace kiln_test {
+
+// Distance in representable floats between a and b (0 when equal, both NaN, or 0 and -0).
+inline int64_t ulp_distance(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
+  auto key = [](float f) {
+    auto i = static_cast<int64_t>(std::bit_cast<int32_t>(f));
+    return i < 0 ? -(i & 0x7fffffff) : i;
+  };
+  int64_t d = key(a) - key(b);
+  return d < 0 ? -d : d;
+}
+
+// Inputs: a uniform grid of `n` steps over [-limit, limit] plus +-2^k * (1 + j/64) for every
+// binade down to 1e-30, zeros, infinities and NaN.
+inline std::vector<float> accuracy_sweep(float limit, int n = 400000) {
+  std::vector<float> v;
+  for (int i = 0; i <= n; ++i)
+    v.push_back(-limit + 2 * limit * static_cast<float>(i) / static_cast<float>(n));
+  for (int k = -100; k <= 8; ++k) {
+    for (int j = 0; j < 64; ++j) {
+      float x = std::ldexp(1.0f + static_cast<float>(j) / 64, k);
+      if (x > limit) continue;
+      v.push_back(x);
+      v.push_back(-x);
+    }
+  }
+  for (float x : {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::nanf("")})
+    v.push_back(x);
+  return v;
+}
+
+}  // namespace kiln_test
