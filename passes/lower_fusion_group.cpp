@@ -297,11 +297,11 @@ class Lowering {
   }
 
   bool is_transcendental(ExprId root) const {
-    std::vector<ExprId> todo{root};
+    std::vector<ExprId> pending{root};
     std::unordered_map<ExprId, bool> seen;
-    while (!todo.empty()) {
-      ExprId e = todo.back();
-      todo.pop_back();
+    while (!pending.empty()) {
+      ExprId e = pending.back();
+      pending.pop_back();
       if (!seen.emplace(e, true).second) continue;
       const kir::Expr& x = k_.exprs[static_cast<size_t>(e)];
       if (x.kind == kir::ExprKind::Unary) {
@@ -313,7 +313,7 @@ class Lowering {
         return true;
       if (x.kind == kir::ExprKind::Load) continue;
       for (int i = 0; i < kir::expr_arity(x.kind); ++i)
-        todo.push_back(x.args[i]);
+        pending.push_back(x.args[i]);
     }
     return false;
   }

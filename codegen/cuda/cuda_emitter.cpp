@@ -306,20 +306,27 @@ class Emitter {
     return out;
   }
 
-  bool expr_reads_var(ExprId e, VarId v) const {
-    if (e == kir::kNoExpr) return false;
-    const Expr& x = k_.exprs[static_cast<size_t>(e)];
-    if (x.kind == ExprKind::Var) return x.var == v;
-    for (ExprId a : x.args)
-      if (expr_reads_var(a, v)) return true;
-    return false;
+  // Which expressions read variable v, directly or through operands: one pass over the arena,
+  // whose operands come before their users (a walk of the expression DAG could revisit shared
+  // operands exponentially often).
+  std::vector<bool> readers_of(VarId v) const {
+    std::vector<bool> reads(k_.exprs.size(), false);
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& x = k_.exprs[i];
+      bool r = x.kind == ExprKind::Var && x.var == v;
+      for (ExprId a : x.args)
+        r = r || (a != kir::kNoExpr && reads[static_cast<size_t>(a)]);
+      reads[i] = r;
+    }
+    return reads;
   }
 
   bool stmt_reads_var(const Stmt& s, VarId v) const {
+    std::vector<bool> reads = readers_of(v);
     bool found = false;
     walk_stmt(s, [&](const Stmt& t, int) {
       for (ExprId e : {t.index, t.value, t.cond})
-        found = found || expr_reads_var(e, v);
+        found = found || (e != kir::kNoExpr && reads[static_cast<size_t>(e)]);
     });
     return found;
   }

@@ -17,18 +17,18 @@ using kir::LoopKind;
 using kir::Stmt;
 using kir::StmtKind;
 
-// Calls f(expr) once for each expression reachable from `todo`, operands included.
+// Calls f(expr) once for each expression reachable from `pending`, operands included.
 template <class F>
-void for_each_reachable(const kir::Kernel& k, std::vector<ExprId> todo, const F& f) {
+void for_each_reachable(const kir::Kernel& k, std::vector<ExprId> pending, const F& f) {
   std::vector<uint8_t> seen(k.exprs.size(), 0);
-  while (!todo.empty()) {
-    ExprId e = todo.back();
-    todo.pop_back();
+  while (!pending.empty()) {
+    ExprId e = pending.back();
+    pending.pop_back();
     if (seen[static_cast<size_t>(e)]++) continue;
     const kir::Expr& x = k.exprs[static_cast<size_t>(e)];
     f(x);
     for (int i = 0; i < kir::expr_arity(x.kind); ++i)
-      todo.push_back(x.args[i]);
+      pending.push_back(x.args[i]);
   }
 }
 
