@@ -62,6 +62,7 @@ template <class T>
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const T* a,
           int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc) {
   auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+  park_workers();  // OpenBLAS's threads need the cores Kiln's workers would spin on
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, static_cast<blasint>(lda), b,
                 static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));

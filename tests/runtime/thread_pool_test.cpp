@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -236,3 +237,36 @@ TEST(ThreadPool, ResultsOfKernelsDoNotDependOnThreadCount) {
 }
 
 }  // namespace
+
+// Note [Spin before sleeping]: workers pick up jobs while spinning, after sleeping, and when a
+// job with fewer chunks than workers leaves some of them out. Back-to-back jobs of changing
+// width must each run every chunk exactly once.
+TEST(ThreadPool, BackToBackJobsOfChangingWidthRunEachChunkOnce) {
+  NumThreadsGuard guard(4);
+  for (int round = 0; round < 3000; ++round) {
+    const int64_t chunks = 1 + round % 4;  // grain makes exactly `chunks` pieces
+    std::atomic<int64_t> covered{0};
+    std::atomic<int> calls{0};
+    kiln::parallel_for(0, chunks * 100, 100, [&](int64_t b, int64_t e) {
+      covered += e - b;
+      ++calls;
+    });
+    ASSERT_EQ(covered.load(), chunks * 100) << "round " << round;
+    ASSERT_EQ(calls.load(), chunks) << "round " << round;
+  }
+}
+
+TEST(ThreadPool, JobsAfterIdlePausesAndResizesComplete) {
+  NumThreadsGuard guard;
+  for (int round = 0; round < 20; ++round) {
+    kiln::set_num_threads(2 + round % 3);  // a fresh job right after the workers start
+    auto counts = visit_counts(0, 4096, 1);
+    for (int c : counts)
+      ASSERT_EQ(c, 1) << "round " << round;
+    if (round % 5 == 0)  // long enough for every worker to stop spinning and sleep
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    counts = visit_counts(0, 4096, 1);
+    for (int c : counts)
+      ASSERT_EQ(c, 1) << "round " << round;
+  }
+}
