@@ -253,7 +253,7 @@ struct LogSumExpReducer {
     if (std::isnan(m) || std::isinf(m)) return {static_cast<double>(m), m > 0 ? 1.0 : 0.0};
     T buf[kBlock];  // exp in a plain loop (vectorizes), then summed in T lanes
     for (int64_t i = 0; i < n; ++i)
-      buf[i] = math::exp_(x[i] - m);
+      buf[i] = math::exp_sum_term(x[i] - m);
     double total = block_sum<T, false>(buf, n, T(0));
     return {static_cast<double>(m), total};
   }
