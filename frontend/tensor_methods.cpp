@@ -6,7 +6,9 @@
 #include "kiln/frontend/ops.h"
 #include "kiln/frontend/reduction_ops.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
+#include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/call_site.h"
+#include "kiln/runtime/cuda/cuda_copy.h"
 #include "kiln/runtime/cuda/driver.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
@@ -41,6 +43,12 @@ int64_t Tensor::size(int64_t dim) const {
 int64_t Tensor::stride(int64_t dim) const {
   return strides()[static_cast<size_t>(wrap_dim("stride", dim, this->dim()))];
 }
+Tensor detail::host_copy(const Tensor& t) {
+  Tensor out = empty_tensor(t.sizes(), t.dtype(), kCPU);
+  cuda::copy_between_devices(out, t);
+  return out;
+}
+
 void* Tensor::raw_data(std::source_location loc) const {
   detail::check_traced_read("raw_data", loc);
   KILN_CHECK(device().is_cpu(), "raw_data: the tensor is on {}, not the CPU", device());
@@ -66,13 +74,15 @@ Tensor Tensor::to(Device d, std::source_location loc) const {
                                  shape_str(sizes()), device(), d);
   if (d.is_cuda() || device().is_cuda()) {
     // Name the reason a user can act on: no driver or device first.
-    if (!cuda::driver_loaded()) KILN_ERROR("{}: no CUDA driver ({})", what, cuda::driver_error());
-    if (d.index >= cuda::device_count())
-      KILN_ERROR("{}: the machine has {} CUDA device(s)", what, cuda::device_count());
-    KILN_ERROR(
-        "{}: CUDA tensors are not in this version of Kiln yet (the CUDA backend compiles "
-        "kernels only)",
-        what);
+    if (d.is_cuda()) cuda::require_device(d.index, what);
+    detail::check_traced_read("to(device)", loc);
+    KILN_CHECK(!(requires_grad() && GradMode::is_enabled()),
+               "{}: the tensor requires grad, and moving it across devices is not recorded by "
+               "autograd in this build; move x.detach() and call requires_grad_() on the result",
+               what);
+    Tensor out = empty_tensor(sizes(), dtype(), d);
+    cuda::copy_between_devices(out, *this);
+    return out;
   }
   KILN_ERROR("{}: no copy between these devices", what);
 }

@@ -1,5 +1,6 @@
 #include "kiln/runtime/storage.h"
 
+#include "kiln/runtime/cuda/cuda_allocator.h"
 #include "kiln/runtime/error.h"
 
 namespace kiln {
@@ -20,10 +21,9 @@ Storage make_storage(size_t nbytes, Device device) {
     case DeviceType::Meta:
       return std::make_shared<StorageImpl>(nbytes, nullptr, device);
     case DeviceType::CUDA:
-      break;
+      return std::make_shared<StorageImpl>(nbytes, cuda_allocator(device.index), device);
   }
-  KILN_ERROR("cannot allocate {} bytes on {}: the CUDA backend is not part of this build yet",
-             nbytes, device);
+  KILN_ERROR("cannot allocate {} bytes on {}: unknown device type", nbytes, device);
 }
 
 }  // namespace kiln

@@ -13,6 +13,8 @@ namespace detail {
 void check_host_access(const Tensor& t, DType want, const char* accessor);
 // Throws when a trace is active: the read would make the traced graph depend on this run's data.
 void check_traced_read(const char* accessor, const std::source_location& loc);
+// A contiguous CPU copy of a CUDA tensor's values (no autograd history: only values are read).
+Tensor host_copy(const Tensor& t);
 }  // namespace detail
 
 template <class T>
@@ -25,6 +27,7 @@ T* Tensor::data_ptr(std::source_location loc) const {
 template <class T>
 std::vector<T> Tensor::to_vector(std::source_location loc) const {
   detail::check_traced_read("to_vector", loc);  // before the conversion below gets recorded
+  if (device().is_cuda()) return detail::host_copy(*this).template to_vector<T>(loc);
   Tensor src = dtype() == dtype_of<T> ? contiguous() : to(dtype_of<T>);
   detail::check_host_access(src, dtype_of<T>, "to_vector");
   const T* data = static_cast<const T*>(src.impl()->data());

@@ -4,44 +4,54 @@
 
 #include <fmt/format.h>
 
+#include "kiln/config.h"
 #include "kiln/runtime/device.h"
+#include "kiln/runtime/error.h"
+
+#if KILN_WITH_CUDA
+#include "kiln/runtime/cuda/driver_api.h"
+#endif
 
 namespace kiln::cuda {
 namespace {
 
-using CUresult = int;
-using cuInit_t = CUresult (*)(unsigned int);
-using cuDeviceGetCount_t = CUresult (*)(int*);
-
+#if KILN_WITH_CUDA
 struct Driver {
-  void* handle = nullptr;
-  cuDeviceGetCount_t device_get_count = nullptr;
+  DriverApi api;
   std::string error;
   int count = 0;
 
   Driver() {
-    handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* e = dlerror();
       error = e != nullptr ? e : "libcuda.so.1 not found";
       return;
     }
-    auto init = reinterpret_cast<cuInit_t>(dlsym(handle, "cuInit"));
-    device_get_count = reinterpret_cast<cuDeviceGetCount_t>(dlsym(handle, "cuDeviceGetCount"));
-    if (init == nullptr || device_get_count == nullptr) {
-      error = "libcuda.so.1 lacks cuInit or cuDeviceGetCount";
+#define KILN_CUDA_DRIVER_RESOLVE(name)                                            \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));          \
+  if (api.name == nullptr && error.empty()) {                                     \
+    error = fmt::format("libcuda.so.1 has no {} (the driver is too old)", #name); \
+  }
+    KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DRIVER_RESOLVE)
+#undef KILN_CUDA_DRIVER_RESOLVE
+    if (!error.empty()) return;
+    if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
+      error = fmt::format("cuInit failed with CUresult {}", static_cast<int>(r));
       return;
     }
-    if (CUresult r = init(0); r != 0) {
-      error = fmt::format("cuInit failed with CUresult {}", r);
-      return;
-    }
-    if (CUresult r = device_get_count(&count); r != 0) {
-      error = fmt::format("cuDeviceGetCount failed with CUresult {}", r);
+    if (CUresult r = api.cuDeviceGetCount(&count); r != CUDA_SUCCESS) {
+      error = fmt::format("cuDeviceGetCount failed with CUresult {}", static_cast<int>(r));
       count = 0;
     }
   }
 };
+#else
+struct Driver {
+  std::string error = "this build has no CUDA backend (KILN_WITH_CUDA=OFF)";
+  int count = 0;
+};
+#endif
 
 Driver& driver() {
   static Driver d;
@@ -59,6 +69,32 @@ const std::string& driver_error() {
 int device_count() {
   return driver_loaded() ? driver().count : 0;
 }
+
+void require_device(int index, std::string_view what) {
+  KILN_CHECK(driver_loaded(), "{}: no CUDA driver ({})", what, driver_error());
+  KILN_CHECK(index >= 0 && index < device_count(),
+             "{}: there is no CUDA device {} (the machine has {} CUDA device(s))", what, index,
+             device_count());
+}
+
+#if KILN_WITH_CUDA
+const DriverApi& api(std::string_view what) {
+  KILN_CHECK(driver_loaded(), "{}: no CUDA driver ({})", what, driver_error());
+  return driver().api;
+}
+
+void check(CUresult r, std::string_view what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  const DriverApi& d = driver().api;
+  if (d.cuGetErrorName != nullptr) d.cuGetErrorName(r, &name);
+  if (d.cuGetErrorString != nullptr) d.cuGetErrorString(r, &text);
+  KILN_ERROR("{}: {} ({})", what,
+             name != nullptr ? name : fmt::format("CUresult {}", static_cast<int>(r)),
+             text != nullptr ? text : "no description");
+}
+#endif
 
 }  // namespace kiln::cuda
 

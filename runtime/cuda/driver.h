@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace kiln::cuda {
 
@@ -12,5 +13,8 @@ bool driver_loaded();
 // error), or empty when it loaded.
 const std::string& driver_error();
 int device_count();
+// Throws kiln::Error naming `what` and the reason (no driver, no such device) unless CUDA
+// device `index` can be used.
+void require_device(int index, std::string_view what);
 
 }  // namespace kiln::cuda

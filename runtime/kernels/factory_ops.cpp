@@ -102,6 +102,8 @@ void register_factory_ops(OpTable& table) {
   empty.dtype = dtype_of_attrs<FullAttrs>;
   empty.attr_device = device_of<FullAttrs>;
   empty.compute[cpu] = empty_kernel;
+  // Allocation is the whole op, and the dispatcher allocates on the attrs' device.
+  empty.compute[static_cast<int>(DispatchKey::CUDA)] = empty_kernel;
 
   OpDef& full =
       table.add<FullAttrs>("full", {}, kFactory | kNonDifferentiable | kRecomputable, "FullAttrs");

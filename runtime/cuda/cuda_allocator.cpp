@@ -1,0 +1,161 @@
+#include "kiln/runtime/cuda/cuda_allocator.h"
+
+#include <array>
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "kiln/config.h"
+#include "kiln/runtime/cuda/cuda_stream.h"
+#include "kiln/runtime/cuda/driver.h"
+#include "kiln/runtime/error.h"
+
+#if KILN_WITH_CUDA
+#include "kiln/runtime/cuda/driver_api.h"
+#endif
+
+namespace kiln {
+
+#if KILN_WITH_CUDA
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+class DeviceMemory final : public MemorySource {
+ public:
+  explicit DeviceMemory(int device) : device_(device) {}
+  void* allocate(size_t bytes) override {
+    cuda::DeviceGuard g(device_);
+    CUdeviceptr ptr = 0;
+    CUresult r = cuda::api("cuda allocator").cuMemAlloc_v2(&ptr, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
+    cuda::check(r, fmt::format("cuMemAlloc of {} on cuda:{}",
+                               format_bytes(static_cast<int64_t>(bytes)), device_));
+    return reinterpret_cast<void*>(ptr);
+  }
+  void release(void* ptr, size_t) override {
+    cuda::DeviceGuard g(device_);
+    cuda::check(cuda::api("cuda allocator").cuMemFree_v2(reinterpret_cast<CUdeviceptr>(ptr)),
+                "cuMemFree");
+  }
+  std::string name() const override { return fmt::format("cuda:{}", device_); }
+
+ private:
+  int device_;
+};
+
+class PinnedMemory final : public MemorySource {
+ public:
+  void* allocate(size_t bytes) override {
+    // Portable: usable from every context, so one pool serves all devices.
+    cuda::DeviceGuard g(0);
+    void* ptr = nullptr;
+    CUresult r =
+        cuda::api("pinned allocator").cuMemHostAlloc(&ptr, bytes, CU_MEMHOSTALLOC_PORTABLE);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
+    cuda::check(r, "cuMemHostAlloc");
+    return ptr;
+  }
+  void release(void* ptr, size_t) override {
+    cuda::check(cuda::api("pinned allocator").cuMemFreeHost(ptr), "cuMemFreeHost");
+  }
+  std::string name() const override { return "pinned host memory"; }
+};
+
+class CudaAllocator final : public Allocator {
+ public:
+  explicit CudaAllocator(int device)
+      : device_(device), blocks_(std::make_unique<DeviceMemory>(device)) {}
+  void* allocate(size_t nbytes) override {
+    return blocks_.allocate(nbytes, cuda::current_stream(device_).id());
+  }
+  void deallocate(void* ptr, size_t) override { blocks_.free(ptr); }
+  Device device() const override { return Device::cuda(device_); }
+  BlockCachingAllocator& blocks() { return blocks_; }
+
+ private:
+  int device_;
+  BlockCachingAllocator blocks_;
+};
+
+struct Allocators {
+  std::mutex mutex;
+  std::array<std::unique_ptr<CudaAllocator>, kMaxDevices> device;
+  BlockCachingAllocator pinned{std::make_unique<PinnedMemory>()};
+};
+
+Allocators& allocators() {
+  // Leaked: tensors held by static objects may be freed after static destructors ran.
+  static auto* a = new Allocators();
+  return *a;
+}
+
+CudaAllocator& device_allocator(int device) {
+  cuda::require_device(device, "cuda allocator");
+  KILN_CHECK(device < kMaxDevices, "cuda allocator: device index {} is above Kiln's limit of {}",
+             device, kMaxDevices);
+  Allocators& a = allocators();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  auto& slot = a.device[static_cast<size_t>(device)];
+  if (!slot) slot = std::make_unique<CudaAllocator>(device);
+  return *slot;
+}
+
+}  // namespace
+
+Allocator* cuda_allocator(int device) {
+  return &device_allocator(device);
+}
+BlockAllocatorStats cuda_memory_stats(int device) {
+  return device_allocator(device).blocks().stats();
+}
+void cuda_reset_peak_memory_stats(int device) {
+  device_allocator(device).blocks().reset_peak_stats();
+}
+void cuda_empty_cache() {
+  if (!cuda::driver_loaded()) return;
+  for (int d = 0; d < cuda::device_count() && d < kMaxDevices; ++d)
+    device_allocator(d).blocks().empty_cache();
+  allocators().pinned.empty_cache();
+}
+
+namespace cuda {
+void* pinned_allocate(size_t bytes) {
+  require_device(0, "pinned allocator");
+  return allocators().pinned.allocate(bytes, 0);
+}
+void pinned_free(void* ptr) {
+  allocators().pinned.free(ptr);
+}
+}  // namespace cuda
+
+#else  // no CUDA in this build
+
+namespace {
+[[noreturn]] void no_cuda(int device, const char* what) {
+  cuda::require_device(device, what);
+  KILN_ERROR("{}: this build has no CUDA backend (KILN_WITH_CUDA=OFF)", what);
+}
+}  // namespace
+
+Allocator* cuda_allocator(int device) {
+  no_cuda(device, "cuda allocator");
+}
+BlockAllocatorStats cuda_memory_stats(int device) {
+  no_cuda(device, "cuda_memory_stats");
+}
+void cuda_reset_peak_memory_stats(int device) {
+  no_cuda(device, "cuda_reset_peak_memory_stats");
+}
+void cuda_empty_cache() {}
+namespace cuda {
+void* pinned_allocate(size_t) {
+  no_cuda(0, "pinned allocator");
+}
+void pinned_free(void*) {}
+}  // namespace cuda
+
+#endif
+
+}  // namespace kiln

@@ -1,0 +1,159 @@
+// The CUDA runtime: device tensors through the caching allocator, host <-> device copies staged
+// through pinned memory, streams and events. These need a CUDA device and skip without one; the
+// errors without a device are checked everywhere.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "kiln/runtime/cuda/cuda_allocator.h"
+#include "kiln/runtime/cuda/cuda_copy.h"
+#include "kiln/runtime/cuda/cuda_stream.h"
+#include "kiln/runtime/cuda/driver.h"
+
+namespace {
+
+using kiln::Device;
+using kiln::Tensor;
+
+#define REQUIRE_CUDA_DEVICE()                                                                  \
+  if (!kiln::cuda_is_available())                                                              \
+  GTEST_SKIP() << "no CUDA device ("                                                           \
+               << (kiln::cuda::driver_loaded() ? "driver loaded" : kiln::cuda::driver_error()) \
+               << ")"
+
+TEST(CudaRuntimeWithoutDevice, EveryEntryPointNamesTheReason) {
+  if (kiln::cuda_is_available()) GTEST_SKIP() << "a CUDA device is present";
+  auto expect_reason = [](auto&& fn, const char* what) {
+    try {
+      fn();
+      ADD_FAILURE() << what << " succeeded without a CUDA device";
+    } catch (const kiln::Error& e) {
+      std::string msg = e.what();
+      EXPECT_TRUE(msg.find("CUDA") != std::string::npos) << msg;
+    }
+  };
+  expect_reason([] { kiln::cuda_memory_stats(0); }, "cuda_memory_stats");
+  expect_reason([] { kiln::cuda::current_stream(0); }, "current_stream");
+  expect_reason([] { kiln::cuda::Event e(0); }, "Event");
+  expect_reason([] { kiln::empty({4}, Device::cuda(0)); }, "empty on cuda");
+  kiln::cuda_empty_cache();  // nothing to release: a no-op, not an error
+}
+
+TEST(CudaRuntime, RoundTripsKeepEveryValueAndDtype) {
+  REQUIRE_CUDA_DEVICE();
+  Tensor f = kiln::randn({257, 33});
+  EXPECT_EQ(f.to(Device::cuda(0)).to(kiln::kCPU).to_vector<float>(), f.to_vector<float>());
+  Tensor i = kiln::arange(0, 1000, 1, kiln::kInt64);
+  Tensor back = i.to(Device::cuda(0)).to(kiln::kCPU);
+  EXPECT_EQ(back.dtype(), kiln::kInt64);
+  EXPECT_EQ(back.to_vector<int64_t>(), i.to_vector<int64_t>());
+  Tensor h = f.to(kiln::kFloat16);
+  EXPECT_EQ(h.to(Device::cuda(0)).to(kiln::kCPU).to(kiln::kFloat32).to_vector<float>(),
+            h.to(kiln::kFloat32).to_vector<float>());
+  Tensor b = f > 0;
+  EXPECT_EQ(b.to(Device::cuda(0)).to_vector<bool>(), b.to_vector<bool>());
+  Tensor empty = kiln::zeros({0, 5});
+  EXPECT_EQ(empty.to(Device::cuda(0)).to(kiln::kCPU).sizes(), empty.sizes());
+}
+
+TEST(CudaRuntime, LargeCopiesCrossTheStagingBufferInPieces) {
+  REQUIRE_CUDA_DEVICE();
+  const int64_t n = (int64_t{80} << 20) / 4 + 3;  // 80 MiB + 12 bytes: three staging pieces
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    v[static_cast<size_t>(k)] = static_cast<float>(k % 100003) * 0.5f;
+  Tensor x = kiln::from_vector(v, {n});
+  EXPECT_EQ(x.to(Device::cuda(0)).to_vector<float>(), v);
+}
+
+TEST(CudaRuntime, StridedDeviceViewsCopyBackAsTheirView) {
+  REQUIRE_CUDA_DEVICE();
+  Tensor x = kiln::arange(0, 24, 1, kiln::kFloat32).view({2, 3, 4});
+  Tensor dev = x.to(Device::cuda(0));
+  Tensor tv = dev.transpose(0, 2);  // a view: no kernel runs on the device
+  EXPECT_EQ(tv.device(), Device::cuda(0));
+  EXPECT_EQ(tv.to(kiln::kCPU).to_vector<float>(),
+            x.transpose(0, 2).contiguous().to_vector<float>());
+  Tensor sl = dev.select(1, 2);
+  EXPECT_EQ(sl.to_vector<float>(), x.select(1, 2).contiguous().to_vector<float>());
+  // A strided host source lands contiguous on the device.
+  EXPECT_EQ(x.transpose(0, 1).to(Device::cuda(0)).to_vector<float>(),
+            x.transpose(0, 1).contiguous().to_vector<float>());
+}
+
+TEST(CudaRuntime, TheCachingAllocatorReusesFreedBlocks) {
+  REQUIRE_CUDA_DEVICE();
+  kiln::cuda_empty_cache();
+  auto before = kiln::cuda_memory_stats(0);
+  { Tensor a = kiln::empty({1 << 20}, Device::cuda(0)); }
+  auto mid = kiln::cuda_memory_stats(0);
+  EXPECT_EQ(mid.source_allocations, before.source_allocations + 1);
+  EXPECT_EQ(mid.allocated_bytes, before.allocated_bytes);
+  { Tensor b = kiln::empty({1 << 20}, Device::cuda(0)); }
+  auto after = kiln::cuda_memory_stats(0);
+  EXPECT_EQ(after.source_allocations, mid.source_allocations);  // served from the cache
+  EXPECT_EQ(after.cache_hits, mid.cache_hits + 1);
+  EXPECT_GE(after.peak_allocated_bytes, int64_t{4} << 20);
+  kiln::cuda_empty_cache();  // the 4 MiB segment is entirely free and goes back
+  EXPECT_LE(kiln::cuda_memory_stats(0).reserved_bytes, after.reserved_bytes - (int64_t{4} << 20));
+}
+
+TEST(CudaRuntime, StreamsEventsAndProperties) {
+  REQUIRE_CUDA_DEVICE();
+  const auto& props = kiln::cuda::device_properties(0);
+  EXPECT_FALSE(props.name.empty());
+  EXPECT_GE(props.major, 3);
+  EXPECT_GT(props.multiprocessors, 0);
+  EXPECT_GT(props.total_memory, 0);
+
+  kiln::cuda::Stream side = kiln::cuda::new_stream(0);
+  EXPECT_FALSE(side == kiln::cuda::default_stream(0));
+  Tensor x = kiln::randn({1 << 16});
+  kiln::cuda::Event start(0, /*timing=*/true), stop(0, /*timing=*/true);
+  {
+    kiln::cuda::StreamGuard guard(side);
+    EXPECT_TRUE(kiln::cuda::current_stream(0) == side);
+    start.record(side);
+    Tensor y = x.to(Device::cuda(0));  // copies and allocates on `side`
+    stop.record(side);
+    stop.synchronize();
+    EXPECT_TRUE(stop.query());
+    EXPECT_GE(start.elapsed_ms(stop), 0.0f);
+    EXPECT_EQ(y.to_vector<float>(), x.to_vector<float>());
+  }
+  EXPECT_TRUE(kiln::cuda::current_stream(0) == kiln::cuda::default_stream(0));
+  stop.block(kiln::cuda::default_stream(0));
+  kiln::cuda::synchronize(0);
+  EXPECT_TRUE(side.query());
+}
+
+TEST(CudaRuntime, OpsWithoutACudaKernelAndGradTensorsAreErrors) {
+  REQUIRE_CUDA_DEVICE();
+  Tensor x = kiln::ones({4}).to(Device::cuda(0));
+  try {
+    (void)kiln::exp(x);
+    FAIL() << "exp ran on a CUDA tensor without a CUDA kernel";
+  } catch (const kiln::Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("exp"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
+  }
+  EXPECT_THROW((void)(x + kiln::ones({4})), kiln::Error);  // mixed devices
+  Tensor w = kiln::ones({3}).requires_grad_();
+  EXPECT_THROW((void)w.to(Device::cuda(0)), kiln::Error);
+  EXPECT_EQ(w.detach().to(Device::cuda(0)).to_vector<float>(), std::vector<float>(3, 1.0f));
+}
+
+TEST(CudaRuntime, CopiesBetweenTwoDevices) {
+  REQUIRE_CUDA_DEVICE();
+  if (kiln::cuda_device_count() < 2) GTEST_SKIP() << "one CUDA device";
+  Tensor x = kiln::randn({1000});
+  Tensor on1 = x.to(Device::cuda(0)).to(Device::cuda(1));
+  EXPECT_EQ(on1.device(), Device::cuda(1));
+  EXPECT_EQ(on1.to_vector<float>(), x.to_vector<float>());
+}
+
+}  // namespace
