@@ -37,9 +37,17 @@ BlockCachingAllocator::BlockCachingAllocator(std::unique_ptr<MemorySource> sourc
 
 BlockCachingAllocator::~BlockCachingAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
-  // Blocks still handed out keep their segments (their owners may outlive this object at
-  // process exit); what is entirely free goes back.
+  // Segments with blocks still handed out stay with their owners (who may outlive this object
+  // at process exit); what is entirely free goes back. Every block record goes.
   release_free_segments();
+  for (Pool* pool : {&small_free_, &large_free_}) {
+    for (Block* b : *pool)
+      delete b;
+    pool->clear();
+  }
+  for (auto& [ptr, b] : live_)
+    delete b;
+  live_.clear();
 }
 
 BlockCachingAllocator::Block* BlockCachingAllocator::take_cached(size_t size, bool small,

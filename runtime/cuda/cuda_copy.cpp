@@ -37,37 +37,28 @@ CUdeviceptr device_ptr(const void* p) {
   return reinterpret_cast<CUdeviceptr>(p);
 }
 
-// Host bytes -> device bytes on the device's current stream; returns when they have arrived.
-void host_to_device(void* dst, const void* src, size_t bytes, int device) {
+// Copies `bytes` between host memory and device memory through a pinned buffer, in pieces, on
+// the device's current stream; returns when the data has arrived.
+void staged_copy(void* dst, const void* src, size_t bytes, int device, bool to_device) {
   if (bytes == 0) return;
   DeviceGuard g(device);
   Stream stream = current_stream(device);
   auto* s = static_cast<CUstream>(stream.handle());
+  const DriverApi& d = api(to_device ? "to(cuda)" : "to(cpu)");
   PinnedBuffer staging(std::min(bytes, kStagingBytes));
   for (size_t done = 0; done < bytes; done += kStagingBytes) {
     size_t n = std::min(kStagingBytes, bytes - done);
-    std::memcpy(staging.ptr, static_cast<const char*>(src) + done, n);
-    check(api("to(cuda)")
-              .cuMemcpyHtoDAsync_v2(device_ptr(static_cast<char*>(dst) + done), staging.ptr, n, s),
-          "cuMemcpyHtoDAsync");
-    stream.synchronize();  // the staging buffer is reused by the next piece
-  }
-}
-
-// Device bytes -> host bytes; returns when they have arrived.
-void device_to_host(void* dst, const void* src, size_t bytes, int device) {
-  if (bytes == 0) return;
-  DeviceGuard g(device);
-  Stream stream = current_stream(device);
-  auto* s = static_cast<CUstream>(stream.handle());
-  PinnedBuffer staging(std::min(bytes, kStagingBytes));
-  for (size_t done = 0; done < bytes; done += kStagingBytes) {
-    size_t n = std::min(kStagingBytes, bytes - done);
-    check(api("to(cpu)").cuMemcpyDtoHAsync_v2(
-              staging.ptr, device_ptr(static_cast<const char*>(src) + done), n, s),
-          "cuMemcpyDtoHAsync");
-    stream.synchronize();
-    std::memcpy(static_cast<char*>(dst) + done, staging.ptr, n);
+    char* out = static_cast<char*>(dst) + done;
+    const char* in = static_cast<const char*>(src) + done;
+    if (to_device) {
+      std::memcpy(staging.ptr, in, n);
+      check(d.cuMemcpyHtoDAsync_v2(device_ptr(out), staging.ptr, n, s), "cuMemcpyHtoDAsync");
+      stream.synchronize();  // the staging buffer is reused by the next piece
+    } else {
+      check(d.cuMemcpyDtoHAsync_v2(staging.ptr, device_ptr(in), n, s), "cuMemcpyDtoHAsync");
+      stream.synchronize();
+      std::memcpy(out, staging.ptr, n);
+    }
   }
 }
 
@@ -85,8 +76,8 @@ int64_t extent(const Tensor& t) {
 Tensor to_host(const Tensor& src) {
   int64_t span = extent(src);
   Tensor flat = empty_tensor({span}, src.dtype(), kCPU);
-  device_to_host(flat.impl()->data(), src.impl()->data(),
-                 static_cast<size_t>(span) * element_size(src.dtype()), src.device().index);
+  staged_copy(flat.impl()->data(), src.impl()->data(),
+              static_cast<size_t>(span) * element_size(src.dtype()), src.device().index, false);
   return Tensor(std::make_shared<TensorImpl>(flat.impl()->storage(), src.dtype(), src.sizes(),
                                              src.strides(), 0));
 }
@@ -105,12 +96,12 @@ void copy_between_devices(const Tensor& dst, const Tensor& src) {
   size_t bytes = static_cast<size_t>(dst.numel()) * element_size(dst.dtype());
   if (src.device().is_cpu()) {  // host -> device
     Tensor s = src.dtype() == dst.dtype() ? src.contiguous() : src.to(dst.dtype()).contiguous();
-    host_to_device(dst.impl()->data(), s.impl()->data(), bytes, dst.device().index);
+    staged_copy(dst.impl()->data(), s.impl()->data(), bytes, dst.device().index, true);
     return;
   }
   if (dst.device().is_cpu()) {  // device -> host
     if (src.is_contiguous() && src.dtype() == dst.dtype() && dst.is_contiguous()) {
-      device_to_host(dst.impl()->data(), src.impl()->data(), bytes, src.device().index);
+      staged_copy(dst.impl()->data(), src.impl()->data(), bytes, src.device().index, false);
     } else {
       copy_into(dst, to_host(src));
     }
