@@ -1,14 +1,18 @@
 // Vectorized building blocks shared by the reduction and normalization kernels. GCC neither
 // vectorizes a select-based max/min reduction loop without -ffinite-math-only nor lowers
 // generic vector selects well at the SSE2 baseline, so on x86-64 the extreme of a run uses
-// SSE2 intrinsics (four independent accumulators); elsewhere it is a scalar loop.
+// intrinsics (four independent accumulators): AVX where the build targets it
+// (KILN_CPU_BASELINE, the same for every library source, so each template has one definition),
+// SSE2 otherwise; elsewhere it is a scalar loop.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
-#if defined(__SSE2__)
+#if defined(__AVX__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -63,6 +67,50 @@ struct Sse<double> {
 };
 #endif
 
+#if defined(__AVX__)
+// The same interface over AVX lanes (8 float, 4 double), where the build targets them
+// (KILN_CPU_BASELINE): twice the elements per instruction of SSE2.
+template <class T>
+struct Avx;
+template <>
+struct Avx<float> {
+  using V = __m256;
+  static constexpr int kW = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V unord(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static V bor(V a, V b) { return _mm256_or_ps(a, b); }
+  static bool any(V m) { return _mm256_movemask_ps(m) != 0; }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+};
+template <>
+struct Avx<double> {
+  using V = __m256d;
+  static constexpr int kW = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static V set1(double v) { return _mm256_set1_pd(v); }
+  static V max(V a, V b) { return _mm256_max_pd(a, b); }
+  static V min(V a, V b) { return _mm256_min_pd(a, b); }
+  static V unord(V a) { return _mm256_cmp_pd(a, a, _CMP_UNORD_Q); }
+  static V bor(V a, V b) { return _mm256_or_pd(a, b); }
+  static bool any(V m) { return _mm256_movemask_pd(m) != 0; }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+};
+template <class T>
+using Wide = Avx<T>;
+#elif defined(__SSE2__)
+template <class T>
+using Wide = Sse<T>;
+#endif
+
 }  // namespace detail
 
 // The max (kMax) or min of x[0..n) and `init`; NaN if any element is NaN (as torch.amax).
@@ -74,7 +122,7 @@ T extreme_run(const T* x, int64_t n, T init) {
   bool nan = false;
 #if defined(__SSE2__)
   if constexpr (std::is_floating_point_v<T>) {
-    using S = detail::Sse<T>;
+    using S = detail::Wide<T>;
     using V = typename S::V;
     constexpr int kW = S::kW;
     auto pick = [](V a, V b) { return kMax ? S::max(a, b) : S::min(a, b); };
@@ -116,7 +164,7 @@ double block_sum(const T* x, int64_t n, T shift) {
   double total = 0;
 #if defined(__SSE2__)
   if constexpr (std::is_floating_point_v<T>) {
-    using S = detail::Sse<T>;
+    using S = detail::Wide<T>;
     using V = typename S::V;
     constexpr int kW = S::kW;
     V zero = S::set1(0), c = S::set1(shift);
@@ -164,7 +212,7 @@ void block_moments(const T* x, int64_t n, T shift, double& s1, double& s2) {
   s2 = 0;
 #if defined(__SSE2__)
   if constexpr (std::is_floating_point_v<T>) {
-    using S = detail::Sse<T>;
+    using S = detail::Wide<T>;
     using V = typename S::V;
     constexpr int kW = S::kW;
     V zero = S::set1(0), c = S::set1(shift);
