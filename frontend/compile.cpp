@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,12 @@ std::string_view backend_name(Backend b) {
 }
 
 namespace compile_detail {
+namespace {
+bool any_cuda_input(const Signature& sig) {
+  return std::any_of(sig.inputs.begin(), sig.inputs.end(),
+                     [](const TensorSignature& t) { return t.defined && t.device.is_cuda(); });
+}
+}  // namespace
 
 struct State {
   Fn fn;
@@ -80,7 +87,7 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
   std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
   std::shared_ptr<const Plan> plan =
       capture_plan(s.fn, inputs, sig, s.options.rematerialize, !debug_dir.empty(),
-                   resolve_backend(s.options.backend));
+                   resolve_backend(s.options.backend, any_cuda_input(sig)));
   ++s.compiles;
   s.plans.push_back(plan);
   s.last = plan;

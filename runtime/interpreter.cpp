@@ -90,6 +90,12 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
       ptrs.push_back(t.numel() > 0 ? t.raw_data() : nullptr);
     compiled->launch(ptrs);
   } else {
+    // The kernel-IR interpreter reads and writes host memory.
+    for (const Tensor& t : buffers)
+      KILN_CHECK(t.device().is_cpu(),
+                 "{}: fusion group on {} has no compiled kernel (the kernel-IR interpreter runs "
+                 "host tensors only); compile it with Backend::CUDA",
+                 kernel.name, t.device().str());
     kir::run_kernel(kernel, buffers);
   }
   return outputs;
