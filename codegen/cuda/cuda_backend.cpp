@@ -91,6 +91,7 @@ std::shared_ptr<const CudaBinary> cuda_build(const kir::Kernel& kernel, int devi
                                              const CudaCompileOptions& o) {
   auto b = std::make_shared<CudaBinary>();
   b->source = emit_cuda(kernel);
+  b->num_buffers = kernel.buffers.size();
   ImageChoice choice = choose_image(device_arch);
   b->arch = choice.arch;
   b->is_ptx = choice.is_ptx;
@@ -202,6 +203,9 @@ CudaKernel::CudaKernel(std::shared_ptr<const CudaBinary> binary, int device)
 }
 
 void CudaKernel::launch(std::span<void* const> buffers) const {
+  KILN_CHECK(buffers.size() == binary_->num_buffers,
+             "cuda backend: kernel {}: launched with {} buffers, takes {}", binary_->source.name,
+             buffers.size(), binary_->num_buffers);
   const auto& api = kiln::cuda::api("launching a CUDA kernel");
   kiln::cuda::DeviceGuard guard(device_);
   auto stream = static_cast<CUstream>(kiln::cuda::current_stream(device_).handle());

@@ -30,11 +30,12 @@ struct CudaCompileOptions {
 
 // One kernel compiled for one architecture: what the caches hold.
 struct CudaBinary {
-  CudaSource source;    // the entry points and their launch shapes
-  int arch = 0;         // 90 for sm_90
-  bool is_ptx = false;  // PTX for compute_<arch> (the driver JITs it) instead of a cubin
-  std::string image;    // the cubin's bytes or the PTX text, as cuModuleLoadData takes them
-  std::string key;      // the content hash, hex
+  CudaSource source;       // the entry points and their launch shapes
+  size_t num_buffers = 0;  // the kernel's buffers: every entry takes all of them
+  int arch = 0;            // 90 for sm_90
+  bool is_ptx = false;     // PTX for compute_<arch> (the driver JITs it) instead of a cubin
+  std::string image;       // the cubin's bytes or the PTX text, as cuModuleLoadData takes them
+  std::string key;         // the content hash, hex
   // (file name, text): <name>.cu (the translation unit) and <name>.ptx, with keep_debug_text.
   std::vector<std::pair<std::string, std::string>> debug_files;
 };

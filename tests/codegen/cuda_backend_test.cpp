@@ -76,6 +76,7 @@ TEST_F(CudaBuild, BuildsACubinOnceThenHitsMemoryThenDisk) {
   std::shared_ptr<const cuda::CudaBinary> a = cuda::cuda_build(k, 90, options_);
   EXPECT_EQ(a->arch, 90);
   EXPECT_FALSE(a->is_ptx);
+  EXPECT_EQ(a->num_buffers, 3u);  // two inputs and the output: what a launch must pass
   ASSERT_GE(a->image.size(), 4u);
   EXPECT_EQ(a->image.substr(0, 4), std::string("\x7f"
                                                "ELF"))
