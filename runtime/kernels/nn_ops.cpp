@@ -13,6 +13,7 @@
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
+#include "kiln/runtime/kernels/float_loop_clones.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"
 #include "kiln/runtime/kernels/reduction_vec.h"
@@ -31,11 +32,19 @@ T row_max(const T* x, int64_t n) {
   return extreme_run<T, true>(x, n, -std::numeric_limits<T>::infinity());
 }
 
-// out[i] = exp(x[i] - m): a plain loop over the vectorizable math::exp_.
+// out[i] = exp(x[i] - m): a plain loop over the vectorizable math::exp_, compute bound, hence
+// the AVX-512 clone (Note [Multiversioned float loops]).
 template <class T>
-void exp_shifted(const T* x, T m, int64_t n, T* out) {
+KILN_FLOAT_LOOP_CLONES void exp_shifted(const T* x, T m, int64_t n, T* out) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = math::exp_(x[i] - m);
+}
+
+// out[i] = exp_sum_term(x[i] - m), cloned as exp_shifted is.
+template <class T>
+KILN_FLOAT_LOOP_CLONES void exp_sum_terms(const T* x, T m, int64_t n, T* out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = math::exp_sum_term(x[i] - m);
 }
 
 // Sum of exp(x - m) over the row, in blocks of 1024 through a stack buffer (in L1), each block
@@ -48,8 +57,7 @@ double row_sum_exp(const T* x, T m, int64_t n) {
   double total = 0;
   for (int64_t b = 0; b < n; b += kBlock) {
     int64_t len = std::min(kBlock, n - b);
-    for (int64_t i = 0; i < len; ++i)
-      buf[i] = math::exp_sum_term(x[b + i] - m);
+    exp_sum_terms(x + b, m, len, buf);
     total += block_sum<T, false>(buf, len, T(0));
   }
   return total;

@@ -5,21 +5,13 @@
 #include <type_traits>
 
 #include "kiln/runtime/dtype.h"
+#include "kiln/runtime/kernels/float_loop_clones.h"
 #include "kiln/runtime/kernels/tensor_iterator.h"
 
 namespace kiln {
 
-// Note [Multiversioned float loops]
-// The library is compiled for baseline x86-64 (SSE2). Memory-bound loops don't care, but the
-// float32 transcendental math (Note [Vectorized exp and tanh]) is compute bound at 4 lanes. The
-// contiguous float32 -> float32 unary loop is therefore cloned for AVX2 as well, and picked
-// at load time by the CPU (GCC's target_clones, an ifunc); other loops stay single-version to
-// keep the code size down.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define KILN_FLOAT_LOOP_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define KILN_FLOAT_LOOP_CLONES
-#endif
+// Note [Multiversioned float loops] (float_loop_clones.h): the contiguous float32 unary loop
+// has an AVX-512 clone.
 
 template <class F>
 KILN_FLOAT_LOOP_CLONES void unary_contiguous_f32(float* out, const float* in, int64_t n,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/runtime/kernels/float_loop_clones.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_registry.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"
@@ -236,6 +237,20 @@ struct LseAcc {
   double s = 0;
 };
 
+constexpr int kExpSumLanes = 32;
+// Adds exp(x[i] - m) into lanes[i % kExpSumLanes] for the whole groups of kExpSumLanes elements
+// and returns how many elements it took. Compute bound, hence the AVX-512 clone (Note
+// [Multiversioned float loops]).
+template <class T>
+KILN_FLOAT_LOOP_CLONES int64_t sum_exp_terms_into_lanes(const T* x, int64_t n, T m, T* lanes) {
+  int64_t i = 0;
+  for (; i + kExpSumLanes <= n; i += kExpSumLanes) {
+    for (int j = 0; j < kExpSumLanes; ++j)
+      lanes[j] += math::exp_sum_term(x[i + j] - m);
+  }
+  return i;
+}
+
 template <class T>
 struct LogSumExpReducer {
   static constexpr bool kColumns = false;
@@ -251,17 +266,12 @@ struct LogSumExpReducer {
     ExtremumReducer<T, true> maxr;
     auto m = maxr.run(x, n);
     if (std::isnan(m) || std::isinf(m)) return {static_cast<double>(m), m > 0 ? 1.0 : 0.0};
-    // exp and its sum in one pass over the cached block, into kSumLanes independent T partial sums
-    // (vector accumulators; a store and reload of the exp terms cost a fifth of the time). Each
-    // lane adds at most kBlock / kSumLanes terms <= 1, so T holds them accurately; the lanes are
-    // added in double.
-    constexpr int kSumLanes = 32;
-    T lanes[kSumLanes] = {};
-    int64_t i = 0;
-    for (; i + kSumLanes <= n; i += kSumLanes) {
-      for (int j = 0; j < kSumLanes; ++j)
-        lanes[j] += math::exp_sum_term(x[i + j] - m);
-    }
+    // exp and its sum in one pass over the cached block, into kExpSumLanes independent T partial
+    // sums (vector accumulators; a store and reload of the exp terms cost a fifth of the time).
+    // Each lane adds at most kBlock / kExpSumLanes terms <= 1, so T holds them accurately; the
+    // lanes are added in double.
+    T lanes[kExpSumLanes] = {};
+    int64_t i = sum_exp_terms_into_lanes(x, n, m, lanes);
     double total = 0;
     for (T v : lanes)
       total += static_cast<double>(v);
