@@ -89,9 +89,15 @@ ImageChoice choose_image(int device_arch) {
 
 std::shared_ptr<const CudaBinary> cuda_build(const kir::Kernel& kernel, int device_arch,
                                              const CudaCompileOptions& o) {
+  return cuda_build_source(emit_cuda(kernel), kernel.buffers.size(), device_arch, o);
+}
+
+std::shared_ptr<const CudaBinary> cuda_build_source(CudaSource source, size_t num_buffers,
+                                                    int device_arch, const CudaCompileOptions& o) {
   auto b = std::make_shared<CudaBinary>();
-  b->source = emit_cuda(kernel);
-  b->num_buffers = kernel.buffers.size();
+  b->source = std::move(source);
+  b->num_buffers = num_buffers;
+  const std::string& name = b->source.name;
   ImageChoice choice = choose_image(device_arch);
   b->arch = choice.arch;
   b->is_ptx = choice.is_ptx;
@@ -118,20 +124,20 @@ std::shared_ptr<const CudaBinary> cuda_build(const kir::Kernel& kernel, int devi
       if (!b->image.empty()) {
         std::lock_guard<std::mutex> lock(c.mu);
         ++c.stats.disk_hits;
-        log_line("kernels", fmt::format("cuda: {} loaded from the disk cache ({})", kernel.name,
-                                        disk.path(b->key)));
+        log_line("kernels",
+                 fmt::format("cuda: {} loaded from the disk cache ({})", name, disk.path(b->key)));
       }
     } else if (found.status == DiskCache::Status::Corrupt) {
       std::lock_guard<std::mutex> lock(c.mu);
       ++c.stats.disk_corrupt;
-      log_line("kernels", fmt::format("cuda: damaged cache file, recompiling {}: {}", kernel.name,
-                                      found.problem));
+      log_line("kernels",
+               fmt::format("cuda: damaged cache file, recompiling {}: {}", name, found.problem));
     }
   }
   if (b->image.empty()) {
     auto start = std::chrono::steady_clock::now();
     NvrtcResult r =
-        nvrtc_compile(tu, kernel.name, b->arch, b->is_ptx ? NvrtcOutput::Ptx : NvrtcOutput::Cubin);
+        nvrtc_compile(tu, name, b->arch, b->is_ptx ? NvrtcOutput::Ptx : NvrtcOutput::Cubin);
     b->image = std::move(r.binary);
     if (b->is_ptx) b->image.push_back('\0');  // cuModuleLoadData reads PTX as a C string
     {
@@ -144,14 +150,14 @@ std::shared_ptr<const CudaBinary> cuda_build(const kir::Kernel& kernel, int devi
     }
     auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
     log_line("kernels",
-             fmt::format("cuda: compiled {} for {}_{} in {:.1f} ms ({} bytes)", kernel.name,
+             fmt::format("cuda: compiled {} for {}_{} in {:.1f} ms ({} bytes)", name,
                          b->is_ptx ? "compute" : "sm", b->arch, ms.count(), b->image.size()));
   }
   if (o.keep_debug_text) {
-    b->debug_files.emplace_back(kernel.name + ".cu", tu);
+    b->debug_files.emplace_back(name + ".cu", tu);
     std::string ptx = b->is_ptx ? b->image.substr(0, b->image.size() - 1)
-                                : nvrtc_compile(tu, kernel.name, b->arch, NvrtcOutput::Ptx).binary;
-    b->debug_files.emplace_back(kernel.name + ".ptx", std::move(ptx));
+                                : nvrtc_compile(tu, name, b->arch, NvrtcOutput::Ptx).binary;
+    b->debug_files.emplace_back(name + ".ptx", std::move(ptx));
   }
   if (o.memory_cache) {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -224,12 +230,32 @@ void CudaKernel::launch(std::span<void* const> buffers) const {
                       fmt::format("cuLaunchKernel({}, grid {}, block {})", e.symbol, grid, block));
   }
 }
+
+void CudaKernel::launch_entry(size_t entry, std::span<void* const> args, int64_t work) const {
+  KILN_CHECK(entry < functions_.size(), "cuda backend: kernel {} has {} entries, not {}",
+             binary_->source.name, functions_.size(), entry + 1);
+  if (work <= 0) return;
+  const auto& api = kiln::cuda::api("launching a CUDA kernel");
+  kiln::cuda::DeviceGuard guard(device_);
+  auto stream = static_cast<CUstream>(kiln::cuda::current_stream(device_).handle());
+  CudaEntry e = binary_->source.entries[entry];
+  e.work = work;
+  e.grid = (work + e.block - 1) / e.block;
+  auto grid = static_cast<unsigned>(launch_grid(e, multiprocessors_));
+  kiln::cuda::check(api.cuLaunchKernel(static_cast<CUfunction>(functions_[entry]), grid, 1, 1,
+                                       static_cast<unsigned>(e.block), 1, 1, 0, stream,
+                                       const_cast<void**>(args.data()), nullptr),
+                    fmt::format("cuLaunchKernel({}, grid {}, block {})", e.symbol, grid, e.block));
+}
 #else
 CudaKernel::CudaKernel(std::shared_ptr<const CudaBinary> binary, int device)
     : binary_(std::move(binary)), device_(device) {
   kiln::cuda::require_device(device, "loading a CUDA kernel");
 }
 void CudaKernel::launch(std::span<void* const>) const {
+  KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
+}
+void CudaKernel::launch_entry(size_t, std::span<void* const>, int64_t) const {
   KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
 }
 #endif

@@ -57,6 +57,12 @@ ImageChoice choose_image(int device_arch);
 std::shared_ptr<const CudaBinary> cuda_build(const kir::Kernel& kernel, int device_arch,
                                              const CudaCompileOptions& options = {});
 
+// cuda_build for a source written without kernel IR (eager_pointwise.h): `num_buffers` is how
+// many buffers launch() takes; kernels with other parameters are launched with launch_entry.
+std::shared_ptr<const CudaBinary> cuda_build_source(CudaSource source, size_t num_buffers,
+                                                    int device_arch,
+                                                    const CudaCompileOptions& options = {});
+
 class CudaKernel final : public CompiledKernel {
  public:
   CudaKernel(std::shared_ptr<const CudaBinary> binary, int device);
@@ -64,6 +70,11 @@ class CudaKernel final : public CompiledKernel {
   // Launches every entry, in order, on `device`'s current stream. buffers[i] are device
   // pointers on that device. Returns once the launches are queued.
   void launch(std::span<void* const> buffers) const override;
+
+  // Launches entry `entry` over `work` elements (its grid from launch_grid) with `args[i]` the
+  // address of its i-th parameter, for entries that take more than the buffers. Nothing is
+  // launched for work <= 0.
+  void launch_entry(size_t entry, std::span<void* const> args, int64_t work) const;
 
   const CudaBinary& binary() const { return *binary_; }
   int device() const { return device_; }

@@ -171,6 +171,18 @@ class Emitter {
     }
   }
 
+  // `body` as lines at `indent` with the Elementwise mapping's plain statements, for a caller
+  // that writes the function around them (emit_cuda_statements).
+  std::string statements(const std::vector<Stmt>& body, int indent) {
+    mapping_ = Mapping::Elementwise;
+    out_.clear();
+    memo_.assign(1, {});
+    counter_ = 0;
+    indent_ = indent;
+    stmts(body, /*vector_level=*/false);
+    return out_;
+  }
+
   CudaSource run() {
     CudaSource src;
     src.name = k_.name;
@@ -201,8 +213,8 @@ class Emitter {
                        params);
   }
 
-  static std::string buffer_name(const kir::Buffer& b) { return "p_" + ident(b.name); }
-  std::string var_name(VarId v) const { return "v_" + ident(k_.vars[static_cast<size_t>(v)].name); }
+  static std::string buffer_name(const kir::Buffer& b) { return cuda_buffer_name(b); }
+  std::string var_name(VarId v) const { return cuda_var_name(k_.vars[static_cast<size_t>(v)]); }
 
   void entry_for_loop(CudaSource& src, const Stmt& top, int index) {
     RowNest nest = row_nest(top);
@@ -591,6 +603,18 @@ class Emitter {
 CudaSource emit_cuda(const Kernel& kernel) {
   kir::verify(kernel);
   return Emitter(kernel).run();
+}
+
+std::string emit_cuda_statements(const Kernel& kernel, int indent) {
+  return Emitter(kernel).statements(kernel.body, indent);
+}
+
+std::string cuda_buffer_name(const kir::Buffer& b) {
+  return "p_" + ident(b.name);
+}
+
+std::string cuda_var_name(const kir::Var& v) {
+  return "v_" + ident(v.name);
 }
 
 }  // namespace kiln::codegen::cuda

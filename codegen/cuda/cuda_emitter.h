@@ -44,4 +44,14 @@ struct CudaSource {
 // as CUDA C.
 CudaSource emit_cuda(const kir::Kernel& kernel);
 
+// For kernels whose loops are written by hand around kernel-IR statements (the shape-generic
+// eager kernels, eager_pointwise.h): `kernel.body` as CUDA C lines at `indent` (two spaces
+// each), with the plain statements of the Elementwise mapping. Not verified: the caller declares
+// the variables the statements read but do not define, named cuda_var_name(var), and passes the
+// buffers as parameters named cuda_buffer_name(buffer), pointers to storage_type(dtype)
+// (cuda_scalar.h).
+std::string emit_cuda_statements(const kir::Kernel& kernel, int indent);
+std::string cuda_buffer_name(const kir::Buffer& b);
+std::string cuda_var_name(const kir::Var& v);
+
 }  // namespace kiln::codegen::cuda

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "kiln/ir/type.h"
 
@@ -422,6 +423,35 @@ kiln::Tensor scaled_same_layout(const kiln::Tensor& t, double factor) {
   kiln::Tensor scaled = (flat * factor).to(t.dtype());
   return kiln::Tensor(std::make_shared<kiln::TensorImpl>(
       scaled.impl()->storage(), t.dtype(), t.sizes(), t.strides(), t.storage_offset()));
+}
+
+void replay_graph(const kiln::ir::Graph& g, const std::vector<kiln::Tensor>& inputs,
+                  const RunOpFn& run_op) {
+  std::unordered_map<const kiln::ir::Value*, kiln::Tensor> env;
+  for (kiln::ir::Node* node : g.nodes()) {
+    std::vector<kiln::Tensor> args;
+    for (kiln::ir::Value* v : node->inputs())
+      args.push_back(env.at(v));
+    std::vector<kiln::Tensor> outs;
+    switch (node->kind()) {
+      case kiln::ir::NodeKind::Param:
+        outs = {inputs.at(node->param().index)};
+        break;
+      case kiln::ir::NodeKind::Constant:
+        outs = {node->constant().value};
+        break;
+      case kiln::ir::NodeKind::Op:
+        outs = run_op(*node, args);
+        break;
+      case kiln::ir::NodeKind::Fallback:
+        outs = node->fallback().fn(args);
+        break;
+      case kiln::ir::NodeKind::FusionGroup:
+        throw std::runtime_error("replay_graph: a traced graph holds no fusion groups");
+    }
+    for (size_t i = 0; i < outs.size(); ++i)
+      env[node->output(i)] = outs[i];
+  }
 }
 
 }  // namespace kiln_test

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ir/graph.h"
 #include "test_util.h"
 
 namespace kiln_test {
@@ -84,6 +85,13 @@ std::string opinfo_test_name(const ::testing::TestParamInfo<std::string>& info);
 // a graph is traced and a plan compiled for their inputs' layouts (reshape copies or views
 // depending on them, BLAS picks its path from them), so other values must keep the layout.
 kiln::Tensor scaled_same_layout(const kiln::Tensor& t, double factor);
+
+// Runs a traced graph node by node on `inputs`, each op node through `run_op` (which returns its
+// outputs), so that a test can look at every op call a sample makes, composites' included.
+using RunOpFn = std::function<std::vector<kiln::Tensor>(const kiln::ir::Node& node,
+                                                        const std::vector<kiln::Tensor>& args)>;
+void replay_graph(const kiln::ir::Graph& g, const std::vector<kiln::Tensor>& inputs,
+                  const RunOpFn& run_op);
 
 // Tolerances for comparing an output of dtype t with a double reference.
 std::pair<double, double> default_tolerance(kiln::DType t);

@@ -303,32 +303,11 @@ void check_op(const kiln::OpDef& op, const void* attrs, const std::vector<Tensor
 // Replays a traced graph node by node, so that every fusible pointwise node, including those a
 // composite op (linear, mse_loss) calls, is checked on the tensors its eager call gets.
 void check_graph(const kiln::ir::Graph& g, const std::vector<Tensor>& inputs) {
-  std::unordered_map<const kiln::ir::Value*, Tensor> env;
-  for (kiln::ir::Node* node : g.nodes()) {
-    std::vector<Tensor> args;
-    for (kiln::ir::Value* v : node->inputs())
-      args.push_back(env.at(v));
-    std::vector<Tensor> outs;
-    switch (node->kind()) {
-      case kiln::ir::NodeKind::Param:
-        outs = {inputs.at(node->param().index)};
-        break;
-      case kiln::ir::NodeKind::Constant:
-        outs = {node->constant().value};
-        break;
-      case kiln::ir::NodeKind::Op:
-        outs = kiln::call_op(*node->op(), args, node->attrs());
-        if (fusible_pointwise(*node->op())) check_op(*node->op(), node->attrs(), args, outs[0]);
-        break;
-      case kiln::ir::NodeKind::Fallback:
-        outs = node->fallback().fn(args);
-        break;
-      case kiln::ir::NodeKind::FusionGroup:
-        FAIL() << "a traced graph holds no fusion groups";
-    }
-    for (size_t i = 0; i < outs.size(); ++i)
-      env[node->output(i)] = outs[i];
-  }
+  replay_graph(g, inputs, [](const kiln::ir::Node& node, const std::vector<Tensor>& args) {
+    std::vector<Tensor> outs = kiln::call_op(*node.op(), args, node.attrs());
+    if (fusible_pointwise(*node.op())) check_op(*node.op(), node.attrs(), args, outs[0]);
+    return outs;
+  });
 }
 
 // The sample's inputs, and the same with floating inputs scaled by 0.75 (in the same layout),

@@ -134,11 +134,11 @@ TEST(CudaRuntime, OpsWithoutACudaKernelAndGradTensorsAreErrors) {
   REQUIRE_CUDA_DEVICE();
   Tensor x = kiln::ones({4}).to(Device::cuda(0));
   try {
-    (void)kiln::exp(x);
-    FAIL() << "exp ran on a CUDA tensor without a CUDA kernel";
+    (void)kiln::sum(x);  // reductions have no CUDA kernel yet
+    FAIL() << "sum ran on a CUDA tensor without a CUDA kernel";
   } catch (const kiln::Error& e) {
     std::string msg = e.what();
-    EXPECT_NE(msg.find("exp"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sum"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
   }
   EXPECT_THROW((void)(x + kiln::ones({4})), kiln::Error);  // mixed devices
