@@ -30,11 +30,6 @@ int64_t buffer_extent(const ir::TensorType& t) {
   return e;
 }
 
-bool is_tensor_comparison(const ir::Node& n) {
-  static constexpr std::string_view kOps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-  return std::find(std::begin(kOps), std::end(kOps), n.op()->name) != std::end(kOps);
-}
-
 struct Geometry {
   const ir::Value* root;
   Shape sizes;
@@ -332,7 +327,7 @@ class Lowering {
     std::vector<kir::Val> args;
     for (const ir::Value* u : n.inputs())
       args.emplace_back(operand(u, out.sizes, space));
-    if (is_tensor_comparison(n)) {
+    if (n.op()->has(kTensorComparison)) {
       // Eager compares in result_type, where a zero-dim operand ranks below a dimensioned one
       // (f32[N] == f64[] compares in f32); the expression sees only dtypes, so convert first.
       std::vector<MetaRef> metas;

@@ -29,6 +29,9 @@ enum OpFlag : uint32_t {
   kInPlace = 1u << 6,  // output 0 is input 0, modified; bumps its version counter
   kFactory = 1u << 7,  // no tensor inputs; device and dtype come from the attributes
   kNonDifferentiable = 1u << 8,
+  // eq/ne/lt/le/gt/ge of two tensors: the operands are compared in result_type, where a zero-dim
+  // operand ranks below a dimensioned one, so kernels built from the expression convert them first
+  kTensorComparison = 1u << 9,
 };
 
 // What a shape or dtype rule sees of an input: enough for Meta tensors and IR types alike.

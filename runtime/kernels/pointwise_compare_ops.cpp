@@ -111,7 +111,8 @@ kir::Val compare_scalar_expr(const OpDef&, std::span<const kir::Val> in, const v
 template <class Math>
 void def_compare(OpTable& table, const std::string& name) {
   OpDef& t = table.add<NoAttrs>(name, {"self", "other"},
-                                kPointwise | kRecomputable | kNonDifferentiable, "NoAttrs");
+                                kPointwise | kRecomputable | kNonDifferentiable | kTensorComparison,
+                                "NoAttrs");
   t.shape = rules::broadcast_shape;
   t.dtype = bool_dtype;
   t.compute[kCpuKey] = compare_kernel<Math>;
