@@ -18,7 +18,7 @@ OpTable& OpTable::instance() {
     register_nn_ops(*t);
     register_indexing_ops(*t);
     register_random_ops(*t);
-    register_cuda_pointwise_kernels(*t);
+    register_cuda_kernels(*t);
     register_pointwise_derivatives(*t);
     register_reduction_derivatives(*t);
     register_nn_derivatives(*t);

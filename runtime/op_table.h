@@ -67,9 +67,9 @@ void register_factory_ops(OpTable& table);
 void register_nn_ops(OpTable& table);
 void register_indexing_ops(OpTable& table);
 void register_random_ops(OpTable& table);
-// CUDA kernels for the pointwise ops, fill_, full and copy_ (runtime/cuda/cuda_pointwise_ops.cpp),
-// after every family, since it reads their expressions.
-void register_cuda_pointwise_kernels(OpTable& table);
+// The CUDA kernels of every family that has them (runtime/cuda/cuda_kernels.h), after every
+// family, since they read the ops' expressions.
+void register_cuda_kernels(OpTable& table);
 
 // Derivative formulas, one file per family (runtime/autograd/derivatives/). They run after all
 // families are registered, since in-place ops share their out-of-place twin's formula.

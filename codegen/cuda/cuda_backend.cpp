@@ -240,7 +240,7 @@ void CudaKernel::launch_entry(size_t entry, std::span<void* const> args, int64_t
   auto stream = static_cast<CUstream>(kiln::cuda::current_stream(device_).handle());
   CudaEntry e = binary_->source.entries[entry];
   e.work = work;
-  e.grid = (work + e.block - 1) / e.block;
+  e.grid = e.mapping == Mapping::BlockPerRow ? work : (work + e.block - 1) / e.block;
   auto grid = static_cast<unsigned>(launch_grid(e, multiprocessors_));
   kiln::cuda::check(api.cuLaunchKernel(static_cast<CUfunction>(functions_[entry]), grid, 1, 1,
                                        static_cast<unsigned>(e.block), 1, 1, 0, stream,

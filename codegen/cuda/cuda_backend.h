@@ -71,7 +71,8 @@ class CudaKernel final : public CompiledKernel {
   // pointers on that device. Returns once the launches are queued.
   void launch(std::span<void* const> buffers) const override;
 
-  // Launches entry `entry` over `work` elements (its grid from launch_grid) with `args[i]` the
+  // Launches entry `entry` over `work` elements, or rows for BlockPerRow and ThreadPerRow (its
+  // grid from launch_grid) with `args[i]` the
   // address of its i-th parameter, for entries that take more than the buffers. Nothing is
   // launched for work <= 0.
   void launch_entry(size_t entry, std::span<void* const> args, int64_t work) const;

@@ -30,9 +30,7 @@ static_assert(offsetof(EagerIndexer, strides) == 8 + 8 * kEagerMaxDims);
 static_assert(offsetof(EagerIndexer, ndim) == 8 + 8 * kEagerMaxDims * (1 + kEagerMaxOperands));
 static_assert(sizeof(EagerIndexer) == 8 + 8 * kEagerMaxDims * (1 + kEagerMaxOperands) + 8);
 
-namespace {
-
-std::string indexer_struct() {
+std::string eager_indexer_prelude() {
   return fmt::format(
       "#ifndef KILN_EAGER_INDEXER\n"
       "#define KILN_EAGER_INDEXER\n"
@@ -44,18 +42,29 @@ std::string indexer_struct() {
       "  int ndim;\n"
       "  int contiguous;\n"
       "}};\n"
+      "// Operand `operand`'s offset of element `flat` of the iteration space.\n"
+      "__device__ __forceinline__ long long kiln_eager_offset(const KilnEagerIndexer& ix, int "
+      "operand,\n"
+      "                                                       unsigned long long flat) {{\n"
+      "  if (ix.contiguous) return (long long)flat;\n"
+      "  long long offset = 0;\n"
+      "  for (int d = ix.ndim - 1; d >= 0; --d) {{\n"
+      "    const unsigned long long size = (unsigned long long)ix.sizes[d];\n"
+      "    offset += (long long)(flat % size) * ix.strides[operand][d];\n"
+      "    flat /= size;\n"
+      "  }}\n"
+      "  return offset;\n"
+      "}}\n"
       "#endif\n",
       kEagerMaxDims, kEagerMaxOperands);
 }
 
-std::string symbol_part(std::string_view name) {
+std::string eager_symbol_part(std::string_view name) {
   std::string s;
   for (char c : name)
     s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   return s;
 }
-
-}  // namespace
 
 CudaSource eager_pointwise_source(const EagerPointwiseSpec& spec, const EagerValueFn& value) {
   size_t operands = spec.inputs.size() + 1;
@@ -64,7 +73,7 @@ CudaSource eager_pointwise_source(const EagerPointwiseSpec& spec, const EagerVal
              spec.inputs.size(), kEagerMaxOperands - 1);
   // The scalar work as kernel IR: out[o0] = value(in0[o1], in1[o2], ...).
   kir::Kernel k;
-  k.name = "eager_" + symbol_part(spec.name);
+  k.name = "eager_" + eager_symbol_part(spec.name);
   kir::Builder b(k);
   kir::BufferId out = b.buffer("out", spec.output, true, 0);
   std::vector<kir::BufferId> ins;
@@ -105,7 +114,7 @@ CudaSource eager_pointwise_source(const EagerPointwiseSpec& spec, const EagerVal
     accumulate += fmt::format("        {} += (long long)c * ix.strides[{}][d];\n", n, i);
   }
   constexpr int kBlock = 256;
-  src.code = indexer_struct();
+  src.code = eager_indexer_prelude();
   src.code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({block}) {sym}({params}const "
       "KilnEagerIndexer ix) {{\n"

@@ -39,6 +39,12 @@ struct EagerPointwiseSpec {
   std::vector<DType> inputs;
 };
 
+// The KilnEagerIndexer struct and kiln_eager_offset(ix, operand, flat), guarded so that several
+// eager kernels can share a translation unit. Every eager kernel's code starts with it.
+std::string eager_indexer_prelude();
+// `name` with every character a C identifier cannot hold replaced by '_'.
+std::string eager_symbol_part(std::string_view name);
+
 // One entry, kiln_eager_<name>(output, inputs..., KilnEagerIndexer), Elementwise over
 // EagerIndexer::numel with a grid-stride loop (CudaEntry::work is 0: the launch gives it).
 // Throws kiln::Error for more than kEagerMaxOperands - 1 inputs.

@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "kiln/codegen/cuda/cuda_backend.h"
 #include "kiln/codegen/cuda/eager_pointwise.h"
+#include "kiln/runtime/cuda/cuda_kernel_cache.h"
+#include "kiln/runtime/cuda/cuda_kernels.h"
 #include "kiln/runtime/cuda/cuda_pointwise_ops.h"
 #include "kiln/runtime/cuda/cuda_stream.h"
 #include "kiln/runtime/error.h"
@@ -63,36 +63,10 @@ struct KernelKeyHash {
   }
 };
 
-struct KernelCache {
-  std::mutex mu;
-  std::unordered_map<KernelKey, std::shared_ptr<const cg::CudaKernel>, KernelKeyHash> kernels;
-};
-KernelCache& kernel_cache() {
-  static auto* c = new KernelCache();  // never destroyed: kernels may run during exit
+cuda::EagerKernelCache<KernelKey, KernelKeyHash>& kernel_cache() {
+  // Never destroyed: kernels may run during exit.
+  static auto* c = new cuda::EagerKernelCache<KernelKey, KernelKeyHash>();
   return *c;
-}
-
-bool is_tensor_comparison(const OpDef& op) {
-  static constexpr std::string_view kOps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-  return std::find(std::begin(kOps), std::end(kOps), op.name) != std::end(kOps);
-}
-
-// The kernel for `key`, built from `source` on the first call.
-std::shared_ptr<const cg::CudaKernel> kernel_for(KernelKey key,
-                                                 const std::function<cg::CudaSource()>& source) {
-  KernelCache& c = kernel_cache();
-  {
-    std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.kernels.find(key);
-    if (it != c.kernels.end()) return it->second;
-  }
-  // Built outside the lock: NVRTC takes a while, and a second thread building the same kernel
-  // gets the same binary from the backend's cache.
-  const cuda::DeviceProperties& p = cuda::device_properties(key.device);
-  auto binary = cg::cuda_build_source(source(), key.inputs.size() + 1, p.major * 10 + p.minor);
-  auto kernel = std::make_shared<const cg::CudaKernel>(std::move(binary), key.device);
-  std::lock_guard<std::mutex> lock(c.mu);
-  return c.kernels.emplace(std::move(key), std::move(kernel)).first->second;
 }
 
 bool is_fill(const OpDef& op) {
@@ -120,7 +94,7 @@ std::span<const T> kernel_operands(const OpDef& op, std::span<const T> inputs) {
 // below a dimensioned one (as the fusion lowering handles it); the expression sees only dtypes,
 // so the operands are converted first.
 std::optional<DType> comparison_dtype(const OpDef& op, std::span<const MetaRef> inputs) {
-  if (is_fill(op) || is_copy(op) || !is_tensor_comparison(expression_op(op))) return {};
+  if (is_fill(op) || is_copy(op) || !expression_op(op).has(kTensorComparison)) return {};
   return result_type(inputs);
 }
 
@@ -168,8 +142,11 @@ void pointwise_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
     key.inputs.push_back(t.dtype());
   if (std::optional<DType> c = comparison_dtype(op, metas)) key.compare_in = static_cast<int>(*c);
   key.device = out.device().index;
-  auto kernel = kernel_for(std::move(key),
-                           [&] { return cuda_pointwise_source(op, attrs, out.dtype(), metas); });
+  int device = key.device;
+  size_t buffers = key.inputs.size() + 1;
+  auto kernel = kernel_cache().get(std::move(key), device, buffers, [&] {
+    return cuda_pointwise_source(op, attrs, out.dtype(), metas);
+  });
   launch(op, *kernel, out, operands);
 }
 

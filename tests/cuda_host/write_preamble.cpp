@@ -1,16 +1,29 @@
-// Writes codegen/cuda's preamble (cuda_preamble()) to the file named by argv[1], for
-// cuda_preamble_host_test.cpp to compile as host code.
+// Writes codegen/cuda's preamble (cuda_preamble()) to the file named by argv[1], and the eager
+// kernels' indexer prelude (eager_indexer_prelude()) to argv[2], for the tests in this folder to
+// compile as host code.
 #include <fstream>
 #include <iostream>
+#include <string>
 
 #include "kiln/codegen/cuda/cuda_math.h"
+#include "kiln/codegen/cuda/eager_pointwise.h"
+
+namespace {
+
+bool write(const char* path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return out.good();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: write_preamble OUT.inc\n";
+  if (argc != 3) {
+    std::cerr << "usage: write_preamble PREAMBLE.inc INDEXER.inc\n";
     return 2;
   }
-  std::ofstream out(argv[1]);
-  out << kiln::codegen::cuda::cuda_preamble();
-  return out.good() ? 0 : 1;
+  bool ok = write(argv[1], kiln::codegen::cuda::cuda_preamble()) &&
+            write(argv[2], kiln::codegen::cuda::eager_indexer_prelude());
+  return ok ? 0 : 1;
 }

@@ -1,0 +1,10 @@
+#include "kiln/runtime/cuda/cuda_kernels.h"
+
+namespace kiln {
+
+void register_cuda_kernels(OpTable& table) {
+  register_cuda_pointwise_kernels(table);
+  register_cuda_reduction_kernels(table);
+}
+
+}  // namespace kiln

@@ -1,0 +1,15 @@
+// Registration of the eager CUDA kernels, one entry point per family; register_cuda_kernels
+// (op_table.h) calls them all.
+#pragma once
+
+#include "kiln/runtime/op_table.h"
+
+namespace kiln {
+
+// Every op with an expression, their in-place twins, fill_, full and copy_
+// (cuda_pointwise_ops.cpp).
+void register_cuda_pointwise_kernels(OpTable& table);
+// sum, mean, prod, amax and amin over dims (cuda_reduction_ops.cpp).
+void register_cuda_reduction_kernels(OpTable& table);
+
+}  // namespace kiln

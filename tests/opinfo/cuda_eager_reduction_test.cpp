@@ -1,0 +1,95 @@
+// Eager CUDA reduction kernels (Note [Eager CUDA reduction kernels]): without a GPU, the kernel
+// of every reduction with a CUDA kernel, for every input dtype its rules accept, compiles with
+// NVRTC to PTX for sm_80 and sm_90. (On a GPU, cuda_eager_opinfo_test.cpp runs them against the
+// CPU kernels on every OpInfo sample; the host test eager_indexer_host_test.cpp checks their
+// geometry.)
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "kiln/codegen/cuda/nvrtc_compile.h"
+#include "kiln/runtime/cuda/cuda_reduction_ops.h"
+#include "kiln/runtime/kernels/reduction_attrs.h"
+#include "kiln/runtime/op_table.h"
+
+namespace {
+
+namespace cg = kiln::codegen::cuda;
+using kiln::DType;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+TEST(CudaEagerReduction, EveryKernelCompilesToPtxForSm80AndSm90) {
+  if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
+  const DType kDTypes[] = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16,
+                           kiln::kInt64,   kiln::kInt32,   kiln::kBool};
+  std::string tu;
+  std::set<std::string> ops;
+  size_t kernels = 0;
+  for (const kiln::OpDef* op : kiln::OpTable::instance().ops()) {
+    if (!kiln::has_cuda_reduction_kernel(*op)) continue;
+    kiln::ReduceAttrs attrs;
+    for (DType t : kDTypes) {
+      kiln::Shape sizes{3};
+      kiln::MetaRef in{sizes, {}, 0, t, kiln::kCPU};
+      DType out;
+      try {
+        out = op->dtype(*op, std::span(&in, 1), &attrs, 0);
+      } catch (const kiln::Error&) {
+        continue;  // the op rejects this dtype (mean of an integer)
+      }
+      cg::CudaSource src = kiln::cuda_reduction_source(*op, t, out);
+      ASSERT_EQ(src.entries.size(), 2u);
+      EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow);
+      EXPECT_EQ(src.entries[1].mapping, cg::Mapping::ThreadPerRow);
+      if (tu.empty())
+        tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
+      tu += src.code;
+      ops.insert(op->name);
+      ++kernels;
+    }
+  }
+  for (const char* name : {"sum", "mean", "prod", "amax", "amin"})
+    EXPECT_TRUE(ops.count(name)) << name << " has no CUDA reduction kernel";
+  for (int arch : {80, 90}) {
+    cg::NvrtcResult r;
+    try {
+      r = cg::nvrtc_compile(tu, "eager_reduction_corpus", arch, cg::NvrtcOutput::Ptx);
+    } catch (const kiln::Error& e) {
+      FAIL() << "sm_" << arch << ": " << e.what();
+    }
+    EXPECT_NE(r.binary.find(".target sm_" + std::to_string(arch)), std::string::npos);
+    EXPECT_EQ(count(r.binary, ".entry"), 2 * kernels) << "sm_" << arch;
+    // The rows entries reduce across the block with warp shuffles.
+    EXPECT_GE(count(r.binary, "shfl.sync.bfly"), kernels) << "sm_" << arch;
+  }
+  std::printf(
+      "[cuda eager] %zu reduction kernels of %zu ops, compiled to PTX for sm_80 and sm_90\n",
+      kernels, ops.size());
+}
+
+TEST(CudaEagerReduction, AccumulatesInTheCpuKernelsComputeDtype) {
+  // float16 sums in float, int32 sums in int64 (the output's dtype), bool amax through int64;
+  // mean scales by the launch's factor.
+  const kiln::OpDef& sum = kiln::get_op("sum");
+  const kiln::OpDef& mean = kiln::get_op("mean");
+  const kiln::OpDef& amax = kiln::get_op("amax");
+  std::string half = kiln::cuda_reduction_source(sum, kiln::kFloat16, kiln::kFloat16).code;
+  EXPECT_NE(half.find("float acc"), std::string::npos) << half;
+  std::string ints = kiln::cuda_reduction_source(sum, kiln::kInt32, kiln::kInt64).code;
+  EXPECT_NE(ints.find("long long acc"), std::string::npos) << ints;
+  std::string bools = kiln::cuda_reduction_source(amax, kiln::kBool, kiln::kBool).code;
+  EXPECT_NE(bools.find("long long acc"), std::string::npos) << bools;
+  std::string m = kiln::cuda_reduction_source(mean, kiln::kFloat32, kiln::kFloat32).code;
+  EXPECT_NE(m.find("* (float)scale"), std::string::npos) << m;
+  std::string s = kiln::cuda_reduction_source(sum, kiln::kFloat32, kiln::kFloat32).code;
+  EXPECT_EQ(s.find("* (float)scale"), std::string::npos) << s;
+}
+
+}  // namespace
