@@ -3,10 +3,11 @@
 // plus every op with a CUDA pointwise kernel over the floating, integer and bool dtypes its rules
 // accept, the in-place twins, fill_, full and copy_:
 // - without a GPU, every such kernel compiles with NVRTC to PTX for sm_80 and sm_90;
-// - with one, each call of an op with any CUDA kernel (the reductions too) on CUDA copies of its
-//   inputs equals the CPU kernel's result (integers and bools bitwise, floats within a few ulp:
-//   the CPU code contracts multiply-adds that the CUDA C may round twice, as in
-//   pointwise_expr_opinfo_test.cpp; reductions within the rounding of a sum in another order).
+// - with one, each call of an op with any CUDA kernel (reductions and cuBLAS products too) on
+//   CUDA copies of its inputs equals the CPU kernel's result (integers and bools bitwise, floats
+//   within a few ulp: the CPU code contracts multiply-adds that the CUDA C may round twice, as in
+//   pointwise_expr_opinfo_test.cpp; reductions and products within the rounding of a sum in
+//   another order).
 #include <cmath>
 #include <memory>
 #include <set>
@@ -198,23 +199,36 @@ bool has_cuda_kernel(const kiln::OpDef& op) {
   return op.compute[static_cast<int>(kiln::DispatchKey::CUDA)] != nullptr && op.name != "empty";
 }
 
-// The error a float reduction may add by combining in another order: each of its n terms
-// rounded once more, at most the largest input's ulp each (prod: relative to the result).
-double reduction_slack(const kiln::OpDef& op, const Tensor& input, const Tensor& want, double w) {
-  if (!op.has(kiln::kReduction) || input.numel() == 0) return 0;
-  double n =
-      static_cast<double>(input.numel()) / static_cast<double>(std::max<int64_t>(want.numel(), 1));
-  if (op.name == "prod") return n * ulp_of(want.dtype(), w);
-  Tensor x = input.contiguous().to(kiln::kFloat64);
+double largest_abs(const Tensor& t) {
+  Tensor x = t.contiguous().to(kiln::kFloat64);
   double largest = 0;
   for (int64_t i = 0; i < x.numel(); ++i)
     largest = std::max(largest, std::abs(x.data_ptr<double>()[i]));
+  return largest;
+}
+
+// The error a float reduction or matrix product may add by combining in another order: each of
+// its n terms rounded once more, at most the largest term's ulp each (prod: relative to the
+// result).
+double reordering_slack(const kiln::OpDef& op, std::span<const Tensor> inputs, const Tensor& want,
+                        double w) {
+  if (inputs.empty() || inputs[0].numel() == 0) return 0;
+  double n = 0, largest = 0;
+  if (op.name == "mm" || op.name == "bmm") {
+    n = static_cast<double>(inputs[0].size(-1));
+    largest = largest_abs(inputs[0]) * largest_abs(inputs[1]);
+  } else if (op.has(kiln::kReduction)) {
+    n = static_cast<double>(inputs[0].numel()) /
+        static_cast<double>(std::max<int64_t>(want.numel(), 1));
+    if (op.name == "prod") return n * ulp_of(want.dtype(), w);
+    largest = largest_abs(inputs[0]);
+  }
   if (!std::isfinite(largest)) return 0;
   return n * ulp_of(want.dtype(), largest);
 }
 
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what,
-                  const kiln::OpDef* op = nullptr, const Tensor* input = nullptr) {
+                  const kiln::OpDef* op = nullptr, std::span<const Tensor> inputs = {}) {
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   if (!kiln::is_floating(want.dtype())) {
@@ -227,7 +241,7 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
   for (int64_t i = 0; i < w.numel(); ++i) {
     if (std::isnan(wp[i]) && std::isnan(gp[i])) continue;
     if (gp[i] == wp[i]) continue;
-    double slack = op != nullptr ? reduction_slack(*op, *input, want, wp[i]) : 0;
+    double slack = op != nullptr ? reordering_slack(*op, inputs, want, wp[i]) : 0;
     ASSERT_LE(std::abs(gp[i] - wp[i]), 4 * ulp_of(want.dtype(), wp[i]) + slack)
         << what << ": element " << i << ": cuda " << gp[i] << ", cpu " << wp[i];
   }
@@ -253,8 +267,7 @@ TEST_P(CudaEagerOpInfo, CudaMatchesCpu) {
                      for (const Tensor& a : args)
                        dev.push_back(a.to(kiln::kCUDA));
                      std::vector<Tensor> got = kiln::call_op(op, dev, node.attrs());
-                     expect_close(got[0].to(kiln::kCPU), outs[0], op.name, &op,
-                                  args.empty() ? nullptr : &args[0]);
+                     expect_close(got[0].to(kiln::kCPU), outs[0], op.name, &op, args);
                    }
                    return outs;
                  });
