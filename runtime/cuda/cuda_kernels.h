@@ -11,6 +11,8 @@ namespace kiln {
 void register_cuda_pointwise_kernels(OpTable& table);
 // sum, mean, prod, amax and amin over dims (cuda_reduction_ops.cpp).
 void register_cuda_reduction_kernels(OpTable& table);
+// softmax, log_softmax and layer_norm (cuda_nn_ops.cpp).
+void register_cuda_nn_kernels(OpTable& table);
 // mm and bmm through cuBLAS (cublas_matmul.cpp).
 void register_cuda_linalg_kernels(OpTable& table);
 

@@ -207,9 +207,9 @@ double largest_abs(const Tensor& t) {
   return largest;
 }
 
-// The error a float reduction or matrix product may add by combining in another order: each of
-// its n terms rounded once more, at most the largest term's ulp each (prod: relative to the
-// result).
+// The error a float reduction, matrix product or normalization may add by combining in another
+// order: each of its n terms rounded once more, at most the largest term's ulp each (prod and the
+// normalizations: relative to the result).
 double reordering_slack(const kiln::OpDef& op, std::span<const Tensor> inputs, const Tensor& want,
                         double w) {
   if (inputs.empty() || inputs[0].numel() == 0) return 0;
@@ -217,6 +217,10 @@ double reordering_slack(const kiln::OpDef& op, std::span<const Tensor> inputs, c
   if (op.name == "mm" || op.name == "bmm") {
     n = static_cast<double>(inputs[0].size(-1));
     largest = largest_abs(inputs[0]) * largest_abs(inputs[1]);
+  } else if (op.name == "softmax" || op.name == "log_softmax" || op.name == "layer_norm") {
+    // A row's sums; the row length is at most every element.
+    n = static_cast<double>(inputs[0].numel());
+    largest = std::max(std::abs(w), 1.0);
   } else if (op.has(kiln::kReduction)) {
     n = static_cast<double>(inputs[0].numel()) /
         static_cast<double>(std::max<int64_t>(want.numel(), 1));

@@ -1,13 +1,15 @@
-// Eager CUDA reduction kernels (Note [Eager CUDA reduction kernels]): without a GPU, the kernel
-// of every reduction with a CUDA kernel, for every input dtype its rules accept, compiles with
-// NVRTC to PTX for sm_80 and sm_90. (On a GPU, cuda_eager_opinfo_test.cpp runs them against the
-// CPU kernels on every OpInfo sample; the host test eager_indexer_host_test.cpp checks their
-// geometry.)
+// Eager CUDA reduction and normalization kernels (Note [Eager CUDA reduction kernels], Note
+// [Eager CUDA normalization kernels]): without a GPU, the kernel of every reduction with a CUDA
+// kernel, for every input dtype its rules accept, and of softmax, log_softmax and layer_norm for
+// every floating dtype, compiles with NVRTC to PTX for sm_80 and sm_90. (On a GPU,
+// cuda_eager_opinfo_test.cpp runs them against the CPU kernels on every OpInfo sample; the host
+// test eager_indexer_host_test.cpp checks the reductions' geometry.)
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
+#include "kiln/codegen/cuda/eager_normalization.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
@@ -90,6 +92,39 @@ TEST(CudaEagerReduction, AccumulatesInTheCpuKernelsComputeDtype) {
   EXPECT_NE(m.find("* (float)scale"), std::string::npos) << m;
   std::string s = kiln::cuda_reduction_source(sum, kiln::kFloat32, kiln::kFloat32).code;
   EXPECT_EQ(s.find("* (float)scale"), std::string::npos) << s;
+}
+
+TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
+  if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
+  std::string tu;
+  size_t kernels = 0;
+  for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
+    for (const cg::CudaSource& src :
+         {cg::eager_softmax_source(t, false), cg::eager_softmax_source(t, true),
+          cg::eager_layer_norm_source(t)}) {
+      ASSERT_EQ(src.entries.size(), 1u);
+      EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow);
+      if (tu.empty())
+        tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
+      tu += src.code;
+      ++kernels;
+    }
+  }
+  for (const char* name : {"softmax", "log_softmax", "layer_norm"}) {
+    const kiln::OpDef& op = kiln::get_op(name);
+    EXPECT_NE(op.compute[static_cast<int>(kiln::DispatchKey::CUDA)], nullptr) << name;
+  }
+  for (int arch : {80, 90}) {
+    cg::NvrtcResult r;
+    try {
+      r = cg::nvrtc_compile(tu, "eager_normalization_corpus", arch, cg::NvrtcOutput::Ptx);
+    } catch (const kiln::Error& e) {
+      FAIL() << "sm_" << arch << ": " << e.what();
+    }
+    EXPECT_EQ(count(r.binary, ".entry"), kernels) << "sm_" << arch;
+    // Two block reductions a row (max and sum; mean and squared deviations).
+    EXPECT_GE(count(r.binary, "shfl.sync.bfly"), 2 * kernels) << "sm_" << arch;
+  }
 }
 
 }  // namespace

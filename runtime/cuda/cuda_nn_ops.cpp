@@ -1,0 +1,110 @@
+// softmax, log_softmax and layer_norm on CUDA devices, each one kernel with a block per row
+// (Note [Eager CUDA normalization kernels] in codegen/cuda/eager_normalization.cpp), built on
+// the first call with its op and dtype. Their backward formulas are Tensor ops
+// (nn_derivatives.cpp), which run on the pointwise and reduction kernels.
+#include <functional>
+#include <vector>
+
+#include "kiln/codegen/cuda/eager_normalization.h"
+#include "kiln/runtime/cuda/cuda_kernel_cache.h"
+#include "kiln/runtime/cuda/cuda_kernels.h"
+#include "kiln/runtime/error.h"
+#include "kiln/runtime/kernels/nn_attrs.h"
+#include "kiln/runtime/op_table.h"
+
+namespace kiln {
+namespace {
+
+namespace cg = codegen::cuda;
+
+struct NnKey {
+  const OpDef* op = nullptr;
+  DType dtype = kFloat32;
+  int device = 0;
+  bool operator==(const NnKey&) const = default;
+};
+struct NnKeyHash {
+  size_t operator()(const NnKey& k) const {
+    return std::hash<const void*>()(k.op) ^
+           (static_cast<size_t>(k.dtype) << 1 | static_cast<size_t>(k.device) << 9);
+  }
+};
+
+cuda::EagerKernelCache<NnKey, NnKeyHash>& kernel_cache() {
+  // Never destroyed: kernels may run during exit.
+  static auto* c = new cuda::EagerKernelCache<NnKey, NnKeyHash>();
+  return *c;
+}
+
+void check_same_device(const OpDef& op, const Tensor& t, const Tensor& out) {
+  KILN_CHECK(t.device() == out.device(), "{}: expected all tensors on {}, got one on {}", op.name,
+             out.device(), t.device());
+}
+
+void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                         std::span<const Tensor> inputs, const void* attrs) {
+  const Tensor& x = inputs[0];
+  const Tensor& out = outputs[0];
+  check_same_device(op, x, out);
+  int64_t nd = x.dim();
+  int64_t dim = wrap_dim(op.name, attrs_as<SoftmaxAttrs>(attrs).dim, nd);
+  if (out.numel() == 0) return;
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides(2);
+  for (int64_t d = 0; d < nd; ++d) {
+    if (d == dim) continue;
+    sizes.push_back(x.size(d));
+    strides[0].push_back(out.stride(d));
+    strides[1].push_back(x.stride(d));
+  }
+  cg::EagerIndexer rows = cg::make_eager_indexer(op.name, sizes, strides);
+  long long n = nd == 0 ? 1 : x.size(dim);
+  long long in_step = nd == 0 ? 0 : x.stride(dim);
+  long long out_step = nd == 0 ? 0 : out.stride(dim);
+  NnKey key{&op, x.dtype(), out.device().index};
+  bool log = op.name == "log_softmax";
+  auto kernel = kernel_cache().get(key, key.device, 2,
+                                   [&] { return cg::eager_softmax_source(x.dtype(), log); });
+  void* out_ptr = out.impl()->data();
+  void* in_ptr = x.impl()->data();
+  void* args[] = {&out_ptr, &in_ptr, &rows, &n, &in_step, &out_step};
+  kernel->launch_entry(0, args, rows.numel);
+}
+
+void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                            std::span<const Tensor> inputs, const void* attrs) {
+  const auto& a = attrs_as<LayerNormAttrs>(attrs);
+  const Tensor& out = outputs[0];
+  for (const Tensor& t : inputs)
+    check_same_device(op, t, out);
+  if (out.numel() == 0) return;
+  Tensor x = inputs[0].contiguous();
+  // The kernel reads the affine tensors in the input's dtype.
+  auto affine = [&](const Tensor& t) { return t.to(x.dtype()).contiguous(); };
+  Tensor w = a.has_weight ? affine(inputs[1]) : Tensor();
+  Tensor b = a.has_bias ? affine(inputs[a.has_weight ? 2 : 1]) : Tensor();
+  KILN_CHECK(out.is_contiguous(), "{}: expected a contiguous output", op.name);
+  long long n = shape_numel(a.normalized_shape);
+  long long rows = n == 0 ? 0 : x.numel() / n;
+  double eps = a.eps;
+  NnKey key{&op, x.dtype(), out.device().index};
+  auto kernel = kernel_cache().get(key, key.device, 4,
+                                   [&] { return cg::eager_layer_norm_source(x.dtype()); });
+  void* out_ptr = out.impl()->data();
+  void* in_ptr = x.impl()->data();
+  void* w_ptr = w.defined() ? w.impl()->data() : nullptr;
+  void* b_ptr = b.defined() ? b.impl()->data() : nullptr;
+  void* args[] = {&out_ptr, &in_ptr, &w_ptr, &b_ptr, &rows, &n, &eps};
+  kernel->launch_entry(0, args, rows);
+}
+
+}  // namespace
+
+void register_cuda_nn_kernels(OpTable& table) {
+  constexpr int kCuda = static_cast<int>(DispatchKey::CUDA);
+  table.mutable_op("softmax").compute[kCuda] = softmax_cuda_kernel;
+  table.mutable_op("log_softmax").compute[kCuda] = softmax_cuda_kernel;
+  table.mutable_op("layer_norm").compute[kCuda] = layer_norm_cuda_kernel;
+}
+
+}  // namespace kiln
