@@ -8,29 +8,14 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kiln/runtime/philox_core.h"
+
 namespace kiln {
 
 struct Philox4x32 {
-  static constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  static constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-
   static std::array<uint32_t, 4> block(uint64_t key, uint64_t counter_lo, uint64_t counter_hi) {
-    uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
-    uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
-    uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-    for (int round = 0; round < 10; ++round) {
-      uint64_t p0 = static_cast<uint64_t>(kMul0) * c0;
-      uint64_t p1 = static_cast<uint64_t>(kMul1) * c2;
-      uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
-      uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
-      c0 = hi1 ^ c1 ^ k0;
-      c1 = lo1;
-      c2 = hi0 ^ c3 ^ k1;
-      c3 = lo0;
-      k0 += kWeyl0;
-      k1 += kWeyl1;
-    }
-    return {c0, c1, c2, c3};
+    KilnPhiloxBlock b = kiln_philox_block(key, counter_lo, counter_hi);
+    return {b.w[0], b.w[1], b.w[2], b.w[3]};
   }
 };
 
@@ -47,23 +32,20 @@ struct Philox4x32 {
 //    ceil(numel / 4) blocks.
 // random_elements_per_block() gives the divisor; the generator advances `offset` by the
 // number of blocks a call used. Every backend (the CPU kernel in
-// runtime/kernels/factory_ops.cpp and random_ops.cpp, later the CUDA ones) follows this rule.
+// runtime/kernels/factory_ops.cpp and random_ops.cpp, the CUDA ones in
+// runtime/cuda/cuda_random_ops.cpp) follows this rule, through philox_core.h's functions.
 inline uint64_t random_elements_per_block(bool normal, bool is_double) {
   return normal || is_double ? 2 : 4;
 }
 // Uniform on [0, 1) with `digits` random bits.
 inline float uniform_float(uint32_t bits, int digits = 24) {
-  return std::ldexp(static_cast<float>(bits >> (32 - digits)), -digits);
+  return kiln_uniform_float(bits, digits);
 }
 inline double uniform_double(uint32_t hi, uint32_t lo) {
-  uint64_t bits = (static_cast<uint64_t>(hi) << 21) ^ (lo >> 11);  // 53 bits
-  return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
+  return kiln_uniform_double(hi, lo);
 }
 inline double box_muller(uint32_t a, uint32_t b) {
-  // u1 in (0, 1] so that log(u1) is finite.
-  double u1 = (static_cast<double>(a) + 1.0) * (1.0 / 4294967296.0);
-  double u2 = static_cast<double>(b) * (1.0 / 4294967296.0);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  return kiln_box_muller(a, b);
 }
 
 // Whether dropout keeps element i of a call with attributes (seed, offset) and probability p.

@@ -11,6 +11,7 @@
 
 #include "kiln/codegen/cuda/cuda_backend.h"
 #include "kiln/runtime/cuda/cuda_stream.h"
+#include "kiln/runtime/op_def.h"
 
 namespace kiln::cuda {
 
@@ -40,5 +41,27 @@ class EagerKernelCache {
   std::mutex mu_;
   std::unordered_map<Key, std::shared_ptr<const codegen::cuda::CudaKernel>, Hash> kernels_;
 };
+
+// The key of the kernels that depend on nothing but their op, its input and output dtypes and
+// the device (reductions, normalizations, random ops), and the one cache they share.
+struct OpDTypeKey {
+  const OpDef* op = nullptr;
+  DType input = kFloat32;
+  DType output = kFloat32;
+  int device = 0;
+  bool operator==(const OpDTypeKey&) const = default;
+};
+struct OpDTypeKeyHash {
+  size_t operator()(const OpDTypeKey& k) const {
+    return std::hash<const void*>()(k.op) ^
+           (static_cast<size_t>(k.input) << 1 | static_cast<size_t>(k.output) << 9 |
+            static_cast<size_t>(k.device) << 17);
+  }
+};
+inline EagerKernelCache<OpDTypeKey, OpDTypeKeyHash>& op_dtype_kernels() {
+  // Never destroyed: kernels may run during exit.
+  static auto* c = new EagerKernelCache<OpDTypeKey, OpDTypeKeyHash>();
+  return *c;
+}
 
 }  // namespace kiln::cuda

@@ -6,6 +6,7 @@ void register_cuda_kernels(OpTable& table) {
   register_cuda_pointwise_kernels(table);
   register_cuda_reduction_kernels(table);
   register_cuda_nn_kernels(table);
+  register_cuda_random_kernels(table);
   register_cuda_linalg_kernels(table);
 }
 

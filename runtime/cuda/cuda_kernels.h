@@ -13,6 +13,8 @@ void register_cuda_pointwise_kernels(OpTable& table);
 void register_cuda_reduction_kernels(OpTable& table);
 // softmax, log_softmax and layer_norm (cuda_nn_ops.cpp).
 void register_cuda_nn_kernels(OpTable& table);
+// rand, randn, dropout and arange (cuda_random_ops.cpp).
+void register_cuda_random_kernels(OpTable& table);
 // mm and bmm through cuBLAS (cublas_matmul.cpp).
 void register_cuda_linalg_kernels(OpTable& table);
 

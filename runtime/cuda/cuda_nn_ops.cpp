@@ -17,25 +17,6 @@ namespace {
 
 namespace cg = codegen::cuda;
 
-struct NnKey {
-  const OpDef* op = nullptr;
-  DType dtype = kFloat32;
-  int device = 0;
-  bool operator==(const NnKey&) const = default;
-};
-struct NnKeyHash {
-  size_t operator()(const NnKey& k) const {
-    return std::hash<const void*>()(k.op) ^
-           (static_cast<size_t>(k.dtype) << 1 | static_cast<size_t>(k.device) << 9);
-  }
-};
-
-cuda::EagerKernelCache<NnKey, NnKeyHash>& kernel_cache() {
-  // Never destroyed: kernels may run during exit.
-  static auto* c = new cuda::EagerKernelCache<NnKey, NnKeyHash>();
-  return *c;
-}
-
 void check_same_device(const OpDef& op, const Tensor& t, const Tensor& out) {
   KILN_CHECK(t.device() == out.device(), "{}: expected all tensors on {}, got one on {}", op.name,
              out.device(), t.device());
@@ -61,10 +42,10 @@ void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   long long n = nd == 0 ? 1 : x.size(dim);
   long long in_step = nd == 0 ? 0 : x.stride(dim);
   long long out_step = nd == 0 ? 0 : out.stride(dim);
-  NnKey key{&op, x.dtype(), out.device().index};
+  cuda::OpDTypeKey key{&op, x.dtype(), x.dtype(), out.device().index};
   bool log = op.name == "log_softmax";
-  auto kernel = kernel_cache().get(key, key.device, 2,
-                                   [&] { return cg::eager_softmax_source(x.dtype(), log); });
+  auto kernel = cuda::op_dtype_kernels().get(
+      key, key.device, 2, [&] { return cg::eager_softmax_source(x.dtype(), log); });
   void* out_ptr = out.impl()->data();
   void* in_ptr = x.impl()->data();
   void* args[] = {&out_ptr, &in_ptr, &rows, &n, &in_step, &out_step};
@@ -87,9 +68,9 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   long long n = shape_numel(a.normalized_shape);
   long long rows = n == 0 ? 0 : x.numel() / n;
   double eps = a.eps;
-  NnKey key{&op, x.dtype(), out.device().index};
-  auto kernel = kernel_cache().get(key, key.device, 4,
-                                   [&] { return cg::eager_layer_norm_source(x.dtype()); });
+  cuda::OpDTypeKey key{&op, x.dtype(), x.dtype(), out.device().index};
+  auto kernel = cuda::op_dtype_kernels().get(
+      key, key.device, 4, [&] { return cg::eager_layer_norm_source(x.dtype()); });
   void* out_ptr = out.impl()->data();
   void* in_ptr = x.impl()->data();
   void* w_ptr = w.defined() ? w.impl()->data() : nullptr;

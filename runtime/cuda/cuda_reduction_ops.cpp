@@ -24,28 +24,6 @@ namespace cg = codegen::cuda;
 
 constexpr const char* kReductions[] = {"sum", "mean", "prod", "amax", "amin"};
 
-struct ReductionKey {
-  const OpDef* op = nullptr;
-  DType input = kFloat32;
-  DType output = kFloat32;
-  int device = 0;
-  bool operator==(const ReductionKey&) const = default;
-};
-
-struct ReductionKeyHash {
-  size_t operator()(const ReductionKey& k) const {
-    return std::hash<const void*>()(k.op) ^
-           (static_cast<size_t>(k.input) << 1 | static_cast<size_t>(k.output) << 9 |
-            static_cast<size_t>(k.device) << 17);
-  }
-};
-
-cuda::EagerKernelCache<ReductionKey, ReductionKeyHash>& kernel_cache() {
-  // Never destroyed: kernels may run during exit.
-  static auto* c = new cuda::EagerKernelCache<ReductionKey, ReductionKeyHash>();
-  return *c;
-}
-
 kir::ReduceOp reduce_op_of(const OpDef& op) {
   if (op.name == "prod") return kir::ReduceOp::Prod;
   if (op.name == "amax") return kir::ReduceOp::Max;
@@ -78,8 +56,8 @@ void reduction_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
     scale = p.reduced_numel == 0 ? std::numeric_limits<double>::quiet_NaN()
                                  : 1.0 / static_cast<double>(p.reduced_numel);
   }
-  ReductionKey key{&op, x.dtype(), out.dtype(), out.device().index};
-  auto kernel = kernel_cache().get(
+  cuda::OpDTypeKey key{&op, x.dtype(), out.dtype(), out.device().index};
+  auto kernel = cuda::op_dtype_kernels().get(
       key, key.device, 2, [&] { return cuda_reduction_source(op, x.dtype(), out.dtype()); });
   void* out_ptr = out.impl()->data();
   void* in_ptr = x.impl()->data();

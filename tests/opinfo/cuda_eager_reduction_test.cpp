@@ -1,15 +1,18 @@
 // Eager CUDA reduction and normalization kernels (Note [Eager CUDA reduction kernels], Note
 // [Eager CUDA normalization kernels]): without a GPU, the kernel of every reduction with a CUDA
 // kernel, for every input dtype its rules accept, and of softmax, log_softmax and layer_norm for
-// every floating dtype, compiles with NVRTC to PTX for sm_80 and sm_90. (On a GPU,
+// every floating dtype, and of the random ops and arange (Note [Random streams]), compiles with
+// NVRTC to PTX for sm_80 and sm_90. (On a GPU,
 // cuda_eager_opinfo_test.cpp runs them against the CPU kernels on every OpInfo sample; the host
 // test eager_indexer_host_test.cpp checks the reductions' geometry.)
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kiln/codegen/cuda/eager_normalization.h"
+#include "kiln/codegen/cuda/eager_random.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
@@ -25,6 +28,22 @@ size_t count(const std::string& text, const std::string& what) {
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
     ++n;
   return n;
+}
+
+// The PTX of translation unit `tu` for sm_80 and sm_90, in that order; a compile error fails
+// the test.
+std::vector<std::string> ptx_for_sm80_and_sm90(const std::string& tu, const char* name) {
+  std::vector<std::string> ptx;
+  for (int arch : {80, 90}) {
+    try {
+      ptx.push_back(cg::nvrtc_compile(tu, name, arch, cg::NvrtcOutput::Ptx).binary);
+    } catch (const kiln::Error& e) {
+      ADD_FAILURE() << "sm_" << arch << ": " << e.what();
+      ptx.emplace_back();
+    }
+    EXPECT_NE(ptx.back().find(".target sm_" + std::to_string(arch)), std::string::npos);
+  }
+  return ptx;
 }
 
 TEST(CudaEagerReduction, EveryKernelCompilesToPtxForSm80AndSm90) {
@@ -59,17 +78,10 @@ TEST(CudaEagerReduction, EveryKernelCompilesToPtxForSm80AndSm90) {
   }
   for (const char* name : {"sum", "mean", "prod", "amax", "amin"})
     EXPECT_TRUE(ops.count(name)) << name << " has no CUDA reduction kernel";
-  for (int arch : {80, 90}) {
-    cg::NvrtcResult r;
-    try {
-      r = cg::nvrtc_compile(tu, "eager_reduction_corpus", arch, cg::NvrtcOutput::Ptx);
-    } catch (const kiln::Error& e) {
-      FAIL() << "sm_" << arch << ": " << e.what();
-    }
-    EXPECT_NE(r.binary.find(".target sm_" + std::to_string(arch)), std::string::npos);
-    EXPECT_EQ(count(r.binary, ".entry"), 2 * kernels) << "sm_" << arch;
+  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "eager_reduction_corpus")) {
+    EXPECT_EQ(count(ptx, ".entry"), 2 * kernels);
     // The rows entries reduce across the block with warp shuffles.
-    EXPECT_GE(count(r.binary, "shfl.sync.bfly"), kernels) << "sm_" << arch;
+    EXPECT_GE(count(ptx, "shfl.sync.bfly"), kernels);
   }
   std::printf(
       "[cuda eager] %zu reduction kernels of %zu ops, compiled to PTX for sm_80 and sm_90\n",
@@ -114,17 +126,40 @@ TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
     const kiln::OpDef& op = kiln::get_op(name);
     EXPECT_NE(op.compute[static_cast<int>(kiln::DispatchKey::CUDA)], nullptr) << name;
   }
-  for (int arch : {80, 90}) {
-    cg::NvrtcResult r;
-    try {
-      r = cg::nvrtc_compile(tu, "eager_normalization_corpus", arch, cg::NvrtcOutput::Ptx);
-    } catch (const kiln::Error& e) {
-      FAIL() << "sm_" << arch << ": " << e.what();
-    }
-    EXPECT_EQ(count(r.binary, ".entry"), kernels) << "sm_" << arch;
+  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "eager_normalization_corpus")) {
+    EXPECT_EQ(count(ptx, ".entry"), kernels);
     // Two block reductions a row (max and sum; mean and squared deviations).
-    EXPECT_GE(count(r.binary, "shfl.sync.bfly"), 2 * kernels) << "sm_" << arch;
+    EXPECT_GE(count(ptx, "shfl.sync.bfly"), 2 * kernels);
   }
+}
+
+TEST(CudaEagerRandom, EveryKernelCompilesToPtxForSm80AndSm90) {
+  if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
+  std::string tu;
+  size_t kernels = 0;
+  auto add = [&](const cg::CudaSource& src) {
+    ASSERT_EQ(src.entries.size(), 1u);
+    if (tu.empty())
+      tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
+    tu += src.code;
+    ++kernels;
+  };
+  for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
+    for (cg::EagerRandom kind :
+         {cg::EagerRandom::Uniform, cg::EagerRandom::Normal, cg::EagerRandom::Dropout})
+      add(cg::eager_random_source(kind, t));
+  }
+  for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16, kiln::kInt64,
+                  kiln::kInt32})
+    add(cg::eager_arange_source(t));
+  // The kernels compile the CPU's Philox functions, not a copy of them.
+  EXPECT_NE(tu.find("kiln_philox_block(unsigned long long key"), std::string::npos);
+  for (const char* name : {"rand", "randn", "dropout", "arange"}) {
+    const kiln::OpDef& op = kiln::get_op(name);
+    EXPECT_NE(op.compute[static_cast<int>(kiln::DispatchKey::CUDA)], nullptr) << name;
+  }
+  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "eager_random_corpus"))
+    EXPECT_EQ(count(ptx, ".entry"), kernels);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "cuda_test_util.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/cuda/cublas_matmul.h"
 #include "kiln/runtime/cuda/cuda_stream.h"
@@ -20,10 +21,7 @@ using kiln::Device;
 using kiln::DType;
 using kiln::Tensor;
 
-#define REQUIRE_CUDA_DEVICE() \
-  if (!kiln::cuda_is_available()) GTEST_SKIP() << "no CUDA device"
-
-const Device kGpu = Device::cuda(0);
+using kiln_test::kGpu;
 
 // max |got - want| / max(max |want|, 1), in float64 on the CPU.
 double relative_error(const Tensor& got, const Tensor& want) {
@@ -56,7 +54,7 @@ TEST(CudaMatmul, Tf32IsOffByDefaultAndCanBeTurnedOn) {
 }
 
 TEST(CudaMatmul, EveryLayoutAndDtypeMatchesAFloat64Product) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   kiln::manual_seed(7);
   for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
     SCOPED_TRACE(std::string(kiln::dtype_name(t)));
@@ -100,7 +98,7 @@ TEST(CudaMatmul, EveryLayoutAndDtypeMatchesAFloat64Product) {
 }
 
 TEST(CudaMatmul, Tf32ChangesFloat32ProductsOnlyWhenAllowed) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   if (kiln::cuda::device_properties(0).major < 8)
     GTEST_SKIP() << "TF32 needs compute capability 8.0 or later";
   kiln::manual_seed(11);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/cuda/cuda_allocator.h"
 #include "kiln/runtime/cuda/cuda_copy.h"
@@ -17,12 +18,6 @@ namespace {
 
 using kiln::Device;
 using kiln::Tensor;
-
-#define REQUIRE_CUDA_DEVICE()                                                                  \
-  if (!kiln::cuda_is_available())                                                              \
-  GTEST_SKIP() << "no CUDA device ("                                                           \
-               << (kiln::cuda::driver_loaded() ? "driver loaded" : kiln::cuda::driver_error()) \
-               << ")"
 
 TEST(CudaRuntimeWithoutDevice, EveryEntryPointNamesTheReason) {
   if (kiln::cuda_is_available()) GTEST_SKIP() << "a CUDA device is present";
@@ -43,7 +38,7 @@ TEST(CudaRuntimeWithoutDevice, EveryEntryPointNamesTheReason) {
 }
 
 TEST(CudaRuntime, RoundTripsKeepEveryValueAndDtype) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   Tensor f = kiln::randn({257, 33});
   EXPECT_EQ(f.to(Device::cuda(0)).to(kiln::kCPU).to_vector<float>(), f.to_vector<float>());
   Tensor i = kiln::arange(0, 1000, 1, kiln::kInt64);
@@ -60,7 +55,7 @@ TEST(CudaRuntime, RoundTripsKeepEveryValueAndDtype) {
 }
 
 TEST(CudaRuntime, LargeCopiesCrossTheStagingBufferInPieces) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   const int64_t n = (int64_t{80} << 20) / 4 + 3;  // 80 MiB + 12 bytes: three staging pieces
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k)
@@ -70,7 +65,7 @@ TEST(CudaRuntime, LargeCopiesCrossTheStagingBufferInPieces) {
 }
 
 TEST(CudaRuntime, StridedDeviceViewsCopyBackAsTheirView) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   Tensor x = kiln::arange(0, 24, 1, kiln::kFloat32).view({2, 3, 4});
   Tensor dev = x.to(Device::cuda(0));
   Tensor tv = dev.transpose(0, 2);  // a view: no kernel runs on the device
@@ -85,7 +80,7 @@ TEST(CudaRuntime, StridedDeviceViewsCopyBackAsTheirView) {
 }
 
 TEST(CudaRuntime, TheCachingAllocatorReusesFreedBlocks) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   kiln::cuda_empty_cache();
   auto before = kiln::cuda_memory_stats(0);
   { Tensor a = kiln::empty({1 << 20}, Device::cuda(0)); }
@@ -102,7 +97,7 @@ TEST(CudaRuntime, TheCachingAllocatorReusesFreedBlocks) {
 }
 
 TEST(CudaRuntime, StreamsEventsAndProperties) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   const auto& props = kiln::cuda::device_properties(0);
   EXPECT_FALSE(props.name.empty());
   EXPECT_GE(props.major, 3);
@@ -131,7 +126,7 @@ TEST(CudaRuntime, StreamsEventsAndProperties) {
 }
 
 TEST(CudaRuntime, OpsWithoutACudaKernelAndGradTensorsAreErrors) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   Tensor x = kiln::ones({4}).to(Device::cuda(0));
   try {
     (void)kiln::sum(x);  // reductions have no CUDA kernel yet
@@ -148,7 +143,7 @@ TEST(CudaRuntime, OpsWithoutACudaKernelAndGradTensorsAreErrors) {
 }
 
 TEST(CudaRuntime, CopiesBetweenTwoDevices) {
-  REQUIRE_CUDA_DEVICE();
+  KILN_REQUIRE_CUDA_DEVICE();
   if (kiln::cuda_device_count() < 2) GTEST_SKIP() << "one CUDA device";
   Tensor x = kiln::randn({1000});
   Tensor on1 = x.to(Device::cuda(0)).to(Device::cuda(1));
