@@ -7,6 +7,7 @@
 #include "kiln/frontend/reduction_ops.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/grad_mode.h"
+#include "kiln/runtime/autograd/node.h"
 #include "kiln/runtime/call_site.h"
 #include "kiln/runtime/cuda/cuda_copy.h"
 #include "kiln/runtime/cuda/driver.h"
@@ -56,6 +57,29 @@ void* Tensor::raw_data(std::source_location loc) const {
 }
 
 // ---- conversions ----
+namespace {
+
+// The backward of a copy to another device (Tensor::to(Device)): the gradient is copied back
+// to the source device. A Node of its own rather than an op, since its input and output live
+// on different devices, which no op's kernel does.
+class ToDeviceBackward : public autograd::Node {
+ public:
+  ToDeviceBackward(Device source, autograd::edge_list&& next)
+      : Node(std::move(next)), source_(source) {}
+  std::string name() const override { return "ToDeviceBackward"; }
+
+ protected:
+  autograd::variable_list apply(autograd::variable_list&& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {grads[0].to(source_)};
+  }
+
+ private:
+  Device source_;
+};
+
+}  // namespace
+
 Tensor Tensor::to(DType t, std::source_location loc) const {
   CallSiteScope site(loc);
   if (dtype() == t) return *this;
@@ -76,12 +100,13 @@ Tensor Tensor::to(Device d, std::source_location loc) const {
     // Name the reason a user can act on: no driver or device first.
     if (d.is_cuda()) cuda::require_device(d.index, what);
     detail::check_traced_read("to(device)", loc);
-    KILN_CHECK(!(requires_grad() && GradMode::is_enabled()),
-               "{}: the tensor requires grad, and moving it across devices is not recorded by "
-               "autograd in this build; move x.detach() and call requires_grad_() on the result",
-               what);
     Tensor out = empty_tensor(sizes(), dtype(), d);
     cuda::copy_between_devices(out, *this);
+    if (requires_grad() && GradMode::is_enabled()) {
+      auto fn = std::make_shared<ToDeviceBackward>(
+          device(), autograd::collect_next_edges(std::span(this, 1)));
+      autograd::set_history(out, fn, 0);
+    }
     return out;
   }
   KILN_ERROR("{}: no copy between these devices", what);

@@ -125,21 +125,40 @@ TEST(CudaRuntime, StreamsEventsAndProperties) {
   EXPECT_TRUE(side.query());
 }
 
-TEST(CudaRuntime, OpsWithoutACudaKernelAndGradTensorsAreErrors) {
+TEST(CudaRuntime, OpsWithoutACudaKernelAndMixedDevicesAreErrors) {
   KILN_REQUIRE_CUDA_DEVICE();
   Tensor x = kiln::ones({4}).to(Device::cuda(0));
   try {
-    (void)kiln::sum(x);  // reductions have no CUDA kernel yet
-    FAIL() << "sum ran on a CUDA tensor without a CUDA kernel";
+    (void)kiln::argmax(x);  // the index reductions have no CUDA kernel yet
+    FAIL() << "argmax ran on a CUDA tensor without a CUDA kernel";
   } catch (const kiln::Error& e) {
     std::string msg = e.what();
-    EXPECT_NE(msg.find("sum"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("argmax"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
   }
   EXPECT_THROW((void)(x + kiln::ones({4})), kiln::Error);  // mixed devices
-  Tensor w = kiln::ones({3}).requires_grad_();
-  EXPECT_THROW((void)w.to(Device::cuda(0)), kiln::Error);
-  EXPECT_EQ(w.detach().to(Device::cuda(0)).to_vector<float>(), std::vector<float>(3, 1.0f));
+}
+
+TEST(CudaRuntime, AutogradFlowsBackAcrossDeviceCopies) {
+  KILN_REQUIRE_CUDA_DEVICE();
+  // loss = sum(3 * w_cuda^2) with w on the CPU: dloss/dw = 6 w, on the CPU.
+  Tensor w = kiln::arange(0, 5, 1, kiln::TensorOptions(kiln::kFloat32)).requires_grad_();
+  Tensor on_gpu = w.to(Device::cuda(0));
+  EXPECT_TRUE(on_gpu.requires_grad());
+  EXPECT_EQ(on_gpu.grad_fn()->name(), "ToDeviceBackward");
+  Tensor loss = kiln::sum(on_gpu * on_gpu * 3.0);
+  loss.backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(w.grad().device(), kiln::kCPU);
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{0, 6, 12, 18, 24}));
+  // And back: a CUDA leaf moved to the CPU gets its gradient on the device.
+  Tensor v = kiln::ones({3}).to(Device::cuda(0)).requires_grad_();
+  kiln::sum(v.to(kiln::kCPU) * 2.0).backward();
+  EXPECT_EQ(v.grad().device(), Device::cuda(0));
+  EXPECT_EQ(v.grad().to(kiln::kCPU).to_vector<float>(), std::vector<float>(3, 2.0f));
+  // Without grad mode nothing is recorded.
+  kiln::NoGradGuard no_grad;
+  EXPECT_FALSE(w.to(Device::cuda(0)).requires_grad());
 }
 
 TEST(CudaRuntime, CopiesBetweenTwoDevices) {
