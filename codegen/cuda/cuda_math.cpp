@@ -214,8 +214,22 @@ KILN_DEVICE float kiln_f16_to_f32(unsigned short h) {
 }
 KILN_DEVICE float kiln_round_f16(float f) { return kiln_f16_to_f32(kiln_f32_to_f16(f)); }
 // Reductions: the combine of each ReduceOp, then a warp's shuffle tree and a block's.
-struct KilnSum { template <class T> KILN_DEVICE T operator()(T a, T b) const { return a + b; } };
-struct KilnProd { template <class T> KILN_DEVICE T operator()(T a, T b) const { return a * b; } };
+// Integers wrap through unsigned, as the accumulators' own combines (wrap_int): signed
+// overflow is undefined in C++.
+struct KilnSum {
+  template <class T> KILN_DEVICE T operator()(T a, T b) const { return a + b; }
+  KILN_DEVICE int operator()(int a, int b) const { return (int)((unsigned)a + (unsigned)b); }
+  KILN_DEVICE long long operator()(long long a, long long b) const {
+    return (long long)((unsigned long long)a + (unsigned long long)b);
+  }
+};
+struct KilnProd {
+  template <class T> KILN_DEVICE T operator()(T a, T b) const { return a * b; }
+  KILN_DEVICE int operator()(int a, int b) const { return (int)((unsigned)a * (unsigned)b); }
+  KILN_DEVICE long long operator()(long long a, long long b) const {
+    return (long long)((unsigned long long)a * (unsigned long long)b);
+  }
+};
 struct KilnMax {
   KILN_DEVICE float operator()(float a, float b) const { return kiln_max_f32(a, b); }
   KILN_DEVICE double operator()(double a, double b) const { return kiln_max_f64(a, b); }

@@ -17,7 +17,8 @@ namespace kiln::codegen::cuda {
 // computed in float32; softmax subtracts the row's max before exp and divides by the sum;
 // log_softmax is x - max - log(sum); layer_norm takes the mean, then the mean of squared
 // deviations (two passes, not E[x^2] - E[x]^2, which cancels), rounds both to the compute type
-// as the CPU does, and applies the optional weight and bias after normalizing. exp and log are
+// as the CPU does, and applies the optional weight and bias (in the compute type, as the CPU
+// converts them) after normalizing. exp and log are
 // the emitter's (cuda_scalar.h's unary_code), so a float32 exp is the same polynomial as on the
 // CPU. The row's sums differ from the CPU's blocked ones in order only.
 
@@ -111,13 +112,13 @@ CudaSource eager_layer_norm_source(DType dtype) {
       "        if (bias) y = y + {b};\n"
       "        out[at + j] = {store};\n"
       "      }}",
-      fmt::arg("ct", ct), fmt::arg("w", load("weight[j]", dtype)),
-      fmt::arg("b", load("bias[j]", dtype)), fmt::arg("store", store("y", dtype)));
+      fmt::arg("ct", ct), fmt::arg("w", "weight[j]"), fmt::arg("b", "bias[j]"),
+      fmt::arg("store", store("y", dtype)));
   CudaSource src;
   src.name = base.substr(5);
   src.code = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({block}) {base}({st}* out, const {st}* in, "
-      "const {st}* weight, const {st}* bias, const long long rows, const long long n, const "
+      "const {ct}* weight, const {ct}* bias, const long long rows, const long long n, const "
       "double eps) {{\n"
       "  __shared__ {ct} scratch[32];\n"
       "  for (unsigned long long row = blockIdx.x; row < (unsigned long long)rows; row += "

@@ -15,7 +15,7 @@ CudaSource eager_softmax_source(DType dtype, bool log);
 
 // One entry, kiln_eager_layer_norm_<dtype>(out, in, weight, bias, long long rows, long long n,
 // double eps): a block per row of n contiguous elements; weight and bias are n contiguous
-// elements each, or null.
+// elements each of the compute type (float32 for 16-bit dtypes), or null.
 CudaSource eager_layer_norm_source(DType dtype);
 
 }  // namespace kiln::codegen::cuda

@@ -102,7 +102,7 @@ CudaSource eager_random_source(EagerRandom kind, DType dtype) {
 
 CudaSource eager_arange_source(DType dtype) {
   std::string body = fmt::format(
-      "    const double v = __dadd_rn(start, __dmul_rn((double)i, step));\n"
+      "    const double v = fma((double)i, step, start);\n"
       "    out[i] = {};\n",
       to_storage(convert("v", kFloat64, dtype), dtype));
   return elementwise("kiln_eager_arange_" + dtype_part(dtype),

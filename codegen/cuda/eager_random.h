@@ -17,8 +17,8 @@ enum class EagerRandom : uint8_t {
 // 0: the launch gives it). seed and offset are unsigned long long, p and scale double.
 CudaSource eager_random_source(EagerRandom kind, DType dtype);
 
-// kiln_eager_arange_<dtype>(out, numel, double start, double step): element i is start + i * step
-// (multiplied and added with separate roundings) converted to the dtype, as the CPU kernel.
+// kiln_eager_arange_<dtype>(out, numel, double start, double step): element i is
+// fma(i, step, start) (one rounding) converted to the dtype, as the CPU kernel.
 CudaSource eager_arange_source(DType dtype);
 
 }  // namespace kiln::codegen::cuda

@@ -26,9 +26,11 @@ namespace kiln::codegen::cuda {
 // - cols: a thread per output, reducing serially, when neighbouring outputs read neighbouring
 //   inputs (a reduction over a leading dim) and there are enough outputs to fill a block, or
 //   when there are so few reduced elements that a block per output would idle.
-// Accumulation is in the CPU kernels' compute dtype (reduction_compute_dtype: float32 for 16-bit
-// floats, int64 for integers and bool), so integer sums wrap and bool sums count as on the CPU.
-// The order of a floating sum differs from the CPU's blocked one: results agree to rounding.
+// The accumulation dtype is the caller's (EagerReductionSpec::accumulate): the CUDA ops use int64
+// for integers and bool, as the CPU kernels' reduction_compute_dtype, so integer sums wrap and
+// bool sums count alike; double for float sums, means and products, as the CPU merges its
+// blocks in double; the element type (float32 for 16-bit floats) for amax and amin. The order of
+// a floating sum differs from the CPU's blocked one: results agree to rounding.
 
 namespace {
 

@@ -54,6 +54,12 @@ cublasHandle_t handle_for(int device) {
   if (it != handles.end()) return it->second;
   cublasHandle_t h = nullptr;
   check_cublas(cublasCreate(&h), fmt::format("cublasCreate on cuda:{}", device));
+  // float16/bfloat16 products reduce in float32 throughout, as the CPU kernel's (cuBLAS may
+  // otherwise reduce split-K partial sums in the output's precision).
+  check_cublas(cublasSetMathMode(
+                   h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+               fmt::format("cublasSetMathMode on cuda:{}", device));
   return handles.emplace(device, h).first->second;
 }
 

@@ -60,8 +60,10 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
     check_same_device(op, t, out);
   if (out.numel() == 0) return;
   Tensor x = inputs[0].contiguous();
-  // The kernel reads the affine tensors in the input's dtype.
-  auto affine = [&](const Tensor& t) { return t.to(x.dtype()).contiguous(); };
+  // The kernel reads the affine tensors in the compute dtype, as the CPU kernel converts them:
+  // a float32 weight of a float16 input keeps its bits.
+  DType compute = element_size(x.dtype()) == 2 ? kFloat32 : x.dtype();
+  auto affine = [&](const Tensor& t) { return t.to(compute).contiguous(); };
   Tensor w = a.has_weight ? affine(inputs[1]) : Tensor();
   Tensor b = a.has_bias ? affine(inputs[a.has_weight ? 2 : 1]) : Tensor();
   KILN_CHECK(out.is_contiguous(), "{}: expected a contiguous output", op.name);

@@ -72,7 +72,11 @@ cg::CudaSource cuda_reduction_source(const OpDef& op, DType input, DType output)
   spec.name = fmt::format("{}_{}_{}", op.name, input, output);
   spec.op = reduce_op_of(op);
   spec.input = input;
-  spec.accumulate = reduction_compute_dtype(output);
+  // sum, mean and prod of floats in double, as the CPU merges its blocks (and multiplies) in
+  // double: a float32 prod of [1e30, 1e30, 1e-30, 1e-30] is 1 on both devices, not inf on one.
+  // amax and amin are exact in any type.
+  bool extremum = spec.op == kir::ReduceOp::Max || spec.op == kir::ReduceOp::Min;
+  spec.accumulate = is_floating(output) && !extremum ? kFloat64 : reduction_compute_dtype(output);
   spec.output = output;
   spec.scaled = op.name == "mean";
   return cg::eager_reduction_source(spec);

@@ -88,22 +88,31 @@ TEST(CudaEagerReduction, EveryKernelCompilesToPtxForSm80AndSm90) {
       kernels, ops.size());
 }
 
-TEST(CudaEagerReduction, AccumulatesInTheCpuKernelsComputeDtype) {
-  // float16 sums in float, int32 sums in int64 (the output's dtype), bool amax through int64;
-  // mean scales by the launch's factor.
+TEST(CudaEagerReduction, AccumulatesAsTheCpuKernels) {
+  // Float sums, means and products in double (the CPU merges blocks and multiplies in double),
+  // amax of a float16 in float32, integer sums in int64 (the output's dtype), bool amax through
+  // int64 as the CPU's reduction_compute_dtype; mean scales by the launch's factor in double.
   const kiln::OpDef& sum = kiln::get_op("sum");
   const kiln::OpDef& mean = kiln::get_op("mean");
+  const kiln::OpDef& prod = kiln::get_op("prod");
   const kiln::OpDef& amax = kiln::get_op("amax");
-  std::string half = kiln::cuda_reduction_source(sum, kiln::kFloat16, kiln::kFloat16).code;
-  EXPECT_NE(half.find("float acc"), std::string::npos) << half;
-  std::string ints = kiln::cuda_reduction_source(sum, kiln::kInt32, kiln::kInt64).code;
+  auto code = [](const kiln::OpDef& op, DType in, DType out) {
+    return kiln::cuda_reduction_source(op, in, out).code;
+  };
+  std::string half_sum = code(sum, kiln::kFloat16, kiln::kFloat16);
+  EXPECT_NE(half_sum.find("double acc"), std::string::npos) << half_sum;
+  std::string f32_prod = code(prod, kiln::kFloat32, kiln::kFloat32);
+  EXPECT_NE(f32_prod.find("double acc"), std::string::npos) << f32_prod;
+  std::string half_max = code(amax, kiln::kFloat16, kiln::kFloat16);
+  EXPECT_NE(half_max.find("float acc"), std::string::npos) << half_max;
+  std::string ints = code(sum, kiln::kInt32, kiln::kInt64);
   EXPECT_NE(ints.find("long long acc"), std::string::npos) << ints;
-  std::string bools = kiln::cuda_reduction_source(amax, kiln::kBool, kiln::kBool).code;
+  std::string bools = code(amax, kiln::kBool, kiln::kBool);
   EXPECT_NE(bools.find("long long acc"), std::string::npos) << bools;
-  std::string m = kiln::cuda_reduction_source(mean, kiln::kFloat32, kiln::kFloat32).code;
-  EXPECT_NE(m.find("* (float)scale"), std::string::npos) << m;
-  std::string s = kiln::cuda_reduction_source(sum, kiln::kFloat32, kiln::kFloat32).code;
-  EXPECT_EQ(s.find("* (float)scale"), std::string::npos) << s;
+  std::string m = code(mean, kiln::kFloat32, kiln::kFloat32);
+  EXPECT_NE(m.find("acc * (double)scale"), std::string::npos) << m;
+  std::string s = code(sum, kiln::kFloat32, kiln::kFloat32);
+  EXPECT_EQ(s.find("(double)scale"), std::string::npos) << "a sum is not scaled\n" << s;
 }
 
 TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
