@@ -83,11 +83,13 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
                               compiled ? compiled->backend() : "interpreter");
   if (compiled) {
     // Outputs are fresh allocations, so they overlap no argument (the compiled code's noalias
-    // assumption); the checks above fixed the layouts the kernel was generated for.
+    // assumption); the checks above fixed the layouts the kernel was generated for. The
+    // pointers are the tensors' own, host or device: a CUDA group's kernel reads device memory
+    // (raw_data() is for host reads and refuses CUDA tensors).
     std::vector<void*> ptrs;
     ptrs.reserve(buffers.size());
     for (const Tensor& t : buffers)
-      ptrs.push_back(t.numel() > 0 ? t.raw_data() : nullptr);
+      ptrs.push_back(t.numel() > 0 ? t.impl()->data() : nullptr);
     compiled->launch(ptrs);
   } else {
     // The kernel-IR interpreter reads and writes host memory.

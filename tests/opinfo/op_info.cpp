@@ -354,7 +354,7 @@ RefTensor ref_zip3(const RefTensor& a, const RefTensor& b, const RefTensor& c,
 kiln::Tensor copy_with_layout(const kiln::Tensor& t, Layout layout) {
   kiln::Shape sizes = t.sizes();
   auto nd = static_cast<int64_t>(sizes.size());
-  kiln::TensorOptions opts = kiln::TensorOptions().dtype(t.dtype());
+  kiln::TensorOptions opts = kiln::TensorOptions().dtype(t.dtype()).device(t.device());
   kiln::Tensor out;
   if (layout == Layout::Transposed && nd >= 2) {
     kiln::Shape swapped = sizes;
