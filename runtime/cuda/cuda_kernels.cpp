@@ -8,6 +8,8 @@ void register_cuda_kernels(OpTable& table) {
   register_cuda_nn_kernels(table);
   register_cuda_random_kernels(table);
   register_cuda_linalg_kernels(table);
+  register_cuda_indexing_kernels(table);
+  register_cuda_index_reduction_kernels(table);
 }
 
 }  // namespace kiln

@@ -17,5 +17,11 @@ void register_cuda_nn_kernels(OpTable& table);
 void register_cuda_random_kernels(OpTable& table);
 // mm and bmm through cuBLAS (cublas_matmul.cpp).
 void register_cuda_linalg_kernels(OpTable& table);
+// embedding, index_select, gather, scatter_add, cat, slice_backward and select_backward
+// (cuda_indexing_ops.cpp).
+void register_cuda_indexing_kernels(OpTable& table);
+// max/min with indices, argmax/argmin, nll_loss, logsumexp and var
+// (cuda_index_reduction_ops.cpp).
+void register_cuda_index_reduction_kernels(OpTable& table);
 
 }  // namespace kiln

@@ -98,28 +98,40 @@ int64_t extreme_index(const T* x, int64_t n) {
   return best;
 }
 
+}  // namespace
+
+IndexReductionRows index_reduction_rows(const OpDef& op, const Tensor& input,
+                                        std::optional<int64_t> dim) {
+  IndexReductionRows f;
+  f.compute = reduction_compute_dtype(input.dtype());
+  Tensor x = input.dtype() == f.compute ? input : input.to(f.compute);
+  if (!dim.has_value() || x.dim() == 0) {
+    f.rows = x.contiguous();
+    f.r = x.numel();
+    return f;
+  }
+  int64_t d = wrap_dim(op.name, *dim, x.dim());
+  Shape order;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (i != d) order.push_back(i);
+  }
+  order.push_back(d);
+  f.rows = x.permute(order).contiguous();
+  f.r = x.size(d);
+  f.outer = f.r == 0 ? 0 : x.numel() / f.r;
+  return f;
+}
+
+namespace {
+
 // Row form over [kept, r] for the dim (or every dim): values (optional) and indices.
 template <bool kMax>
 void index_reduce(const OpDef& op, const Tensor& input, const DimIndexAttrs& a,
                   const Tensor* values, const Tensor& indices) {
-  DType compute = reduction_compute_dtype(input.dtype());
-  Tensor x = input.dtype() == compute ? input : input.to(compute);
-  Tensor rows;
-  int64_t outer = 1, r = 1;
-  if (!a.dim.has_value() || x.dim() == 0) {
-    rows = x.contiguous();
-    r = x.numel();
-  } else {
-    int64_t d = index_dim(op, a, x.dim());
-    Shape order;
-    for (int64_t i = 0; i < x.dim(); ++i) {
-      if (i != d) order.push_back(i);
-    }
-    order.push_back(d);
-    rows = x.permute(order).contiguous();
-    r = x.size(d);
-    outer = r == 0 ? 0 : x.numel() / r;
-  }
+  IndexReductionRows f = index_reduction_rows(op, input, a.dim);
+  const Tensor& rows = f.rows;
+  int64_t outer = f.outer, r = f.r;
+  DType compute = f.compute;
   if (outer == 0 || r == 0) return;
   Tensor vals;
   if (values != nullptr) {

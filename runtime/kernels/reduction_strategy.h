@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "kiln/runtime/dispatcher.h"
@@ -48,6 +49,20 @@ void check_nonempty_reduction(const OpDef& op, const Tensor& x, const ReducePlan
 DType reduction_compute_dtype(DType t);
 
 inline constexpr int64_t kReduceGrain = 32768;
+
+// The row form of an index reduction (max/min with indices, argmax/argmin) that the CPU and
+// CUDA kernels share: the input in reduction_compute_dtype with the reduced dim moved last and
+// made contiguous, `outer` rows of `r` elements (no dim: every element in one row). Rows are in
+// the output's order.
+struct IndexReductionRows {
+  Tensor rows;
+  int64_t outer = 1;
+  int64_t r = 1;
+  DType compute = kFloat32;
+};
+// `dim` is the op's optional dim (wrapped here); empty rows give outer or r 0.
+IndexReductionRows index_reduction_rows(const OpDef& op, const Tensor& input,
+                                        std::optional<int64_t> dim);
 
 template <class T, class R>
 void reduce_row_form(const R& r, const T* x, T* out, int64_t outer, int64_t r_size) {

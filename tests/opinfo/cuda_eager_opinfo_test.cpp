@@ -226,6 +226,8 @@ double reordering_slack(const kiln::OpDef& op, std::span<const Tensor> inputs, c
         static_cast<double>(std::max<int64_t>(want.numel(), 1));
     if (op.name == "prod") return n * ulp_of(want.dtype(), w);
     largest = largest_abs(inputs[0]);
+    // var sums squared deviations from the mean, each at most (2 * largest)^2.
+    if (op.name == "var") largest = 4 * largest * largest;
   }
   if (!std::isfinite(largest)) return 0;
   return n * ulp_of(want.dtype(), largest);

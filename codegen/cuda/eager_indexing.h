@@ -1,0 +1,42 @@
+// CUDA kernels for the eager ops that read through indices or return them: gather (which also
+// runs index_select and embedding), scatter_add, the index reductions (max/min with indices,
+// argmax/argmin) and nll_loss (Note [Eager CUDA index kernels] in eager_indexing.cpp). Building
+// the source needs neither NVRTC nor a GPU.
+#pragma once
+
+#include <cstddef>
+
+#include "kiln/codegen/cuda/eager_pointwise.h"
+
+namespace kiln::codegen::cuda {
+
+// kiln_eager_gather_b<bits>(out, x, index, KilnEagerIndexer ix, long long x_dim_stride,
+// long long dim_size, long long* bad): Elementwise over ix, whose operand 0 is the output, 1 the
+// input with a stride of 0 along the indexed dim, and 2 the int64 index; each element is
+// x[offset + index * x_dim_stride], copied as `element_bytes` raw bytes.
+CudaSource eager_gather_source(size_t element_bytes);
+
+// kiln_eager_scatter_add_<dtype>(out, index, src, KilnEagerIndexer ix, long long n,
+// long long index_step, long long src_step, long long out_dim_stride, long long dim_size,
+// long long* bad): a thread per position of ix (the index's shape with the scattered dim
+// removed; operand 0 the output with that dim's stride 0, 1 the index, 2 src), which adds its n
+// src elements along the dim into out in order.
+CudaSource eager_scatter_add_source(DType dtype);
+
+// kiln_eager_index_reduce_<max|min>_<compute>(values, indices, rows, long long outer,
+// long long r): a block per row of the contiguous [outer, r] rows (in the compute dtype); the
+// row's first NaN, else its first extreme element. `values` may be null.
+CudaSource eager_index_reduce_source(DType compute, bool is_max);
+
+// kiln_eager_nll_loss_<input>_<output>(out, x, target, long long n, long long c,
+// long long ignore_index, int reduction, long long* bad): one block over the contiguous [n, c]
+// log-probabilities; reduction 0 writes the n losses, 1 their sum, 2 their mean over the
+// targets that are not ignore_index (NaN when there are none).
+CudaSource eager_nll_loss_source(DType input, DType output);
+
+// The `bad` argument of the kernels above: bad[0] is set to 1 and bad[1] to an index outside
+// [0, dim_size) (or, for nll_loss, a target outside [0, c) that is not ignore_index). Other
+// elements are still written; the op raises its error after the launch.
+inline constexpr int kBadIndexWords = 2;
+
+}  // namespace kiln::codegen::cuda
