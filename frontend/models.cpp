@@ -14,31 +14,34 @@ namespace {
 
 constexpr int64_t kBatchesPerModel = 4;
 
-Tensor param(Shape sizes, double scale) {
-  return (randn(std::move(sizes)) * scale).requires_grad_();
+// Parameters and data are drawn on the CPU and then copied to the model's device, so a model
+// on a GPU starts from the same numbers as the same model on the CPU.
+Tensor param(Shape sizes, double scale, Device device) {
+  return (randn(std::move(sizes)) * scale).to(device).requires_grad_();
 }
-Tensor zero_param(Shape sizes) {
-  return zeros(std::move(sizes)).requires_grad_();
+Tensor zero_param(Shape sizes, Device device) {
+  return zeros(std::move(sizes)).to(device).requires_grad_();
 }
-Tensor one_param(Shape sizes) {
-  return ones(std::move(sizes)).requires_grad_();
+Tensor one_param(Shape sizes, Device device) {
+  return ones(std::move(sizes)).to(device).requires_grad_();
 }
 
-Model make_mlp() {
+Model make_mlp(Device device) {
   const int64_t batch = 256, features = 512, hidden = 1024, classes = 10;
   Model m;
   m.name = "mlp";
   m.summary =
       "MLP classifier: Linear 512->1024, GELU-tanh, Linear 1024->10, cross-entropy; "
       "batch 256";
-  Tensor w1 = param({hidden, features}, 1.0 / std::sqrt(double(features))),
-         b1 = zero_param({hidden});
-  Tensor w2 = param({classes, hidden}, 1.0 / std::sqrt(double(hidden))), b2 = zero_param({classes});
+  Tensor w1 = param({hidden, features}, 1.0 / std::sqrt(double(features)), device),
+         b1 = zero_param({hidden}, device);
+  Tensor w2 = param({classes, hidden}, 1.0 / std::sqrt(double(hidden)), device),
+         b2 = zero_param({classes}, device);
   m.params = {w1, b1, w2, b2};
   Tensor teacher = randn({features, classes});
   for (int64_t i = 0; i < kBatchesPerModel; ++i) {
     Tensor x = randn({batch, features});
-    m.batches.push_back({x, argmax(matmul(x, teacher), 1)});
+    m.batches.push_back({x.to(device), argmax(matmul(x, teacher), 1).to(device)});
   }
   m.loss = [w1, b1, w2, b2](const std::vector<Tensor>& in) {
     Tensor h = gelu(linear(in[0], w1, b1), "tanh");
@@ -47,7 +50,7 @@ Model make_mlp() {
   return m;
 }
 
-Model make_transformer() {
+Model make_transformer(Device device) {
   const int64_t batch = 4, seq = 128, d = 256, heads = 4, dh = d / heads;
   Model m;
   m.name = "transformer";
@@ -56,20 +59,22 @@ Model make_transformer() {
       "LayerNorm, MLP 256->1024->256 with GELU-tanh, residuals, MSE; batch 4 x seq 128, "
       "d 256";
   const double s = 1.0 / std::sqrt(double(d));
-  Tensor ln1_w = one_param({d}), ln1_b = zero_param({d});
-  Tensor wq = param({d, d}, s), wk = param({d, d}, s), wv = param({d, d}, s);
-  Tensor wo = param({d, d}, s), bo = zero_param({d});
-  Tensor ln2_w = one_param({d}), ln2_b = zero_param({d});
-  Tensor w_fc = param({4 * d, d}, s), b_fc = zero_param({4 * d});
-  Tensor w_proj = param({d, 4 * d}, 0.5 / std::sqrt(double(4 * d))), b_proj = zero_param({d});
+  Tensor ln1_w = one_param({d}, device), ln1_b = zero_param({d}, device);
+  Tensor wq = param({d, d}, s, device), wk = param({d, d}, s, device);
+  Tensor wv = param({d, d}, s, device);
+  Tensor wo = param({d, d}, s, device), bo = zero_param({d}, device);
+  Tensor ln2_w = one_param({d}, device), ln2_b = zero_param({d}, device);
+  Tensor w_fc = param({4 * d, d}, s, device), b_fc = zero_param({4 * d}, device);
+  Tensor w_proj = param({d, 4 * d}, 0.5 / std::sqrt(double(4 * d)), device);
+  Tensor b_proj = zero_param({d}, device);
   m.params = {ln1_w, ln1_b, wq, wk, wv, wo, bo, ln2_w, ln2_b, w_fc, b_fc, w_proj, b_proj};
   Tensor teacher = randn({d, d}) * s;
   for (int64_t i = 0; i < kBatchesPerModel; ++i) {
     Tensor x = randn({batch, seq, d});
-    m.batches.push_back({x, tanh(matmul(x, teacher))});
+    m.batches.push_back({x.to(device), tanh(matmul(x, teacher)).to(device)});
   }
   // True above the diagonal: position i attends to positions j <= i only.
-  Tensor future = lt(arange(seq).view({seq, 1}), arange(seq).view({1, seq}));
+  Tensor future = lt(arange(seq).view({seq, 1}), arange(seq).view({1, seq})).to(device);
   m.loss = [=](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     auto split_heads = [&](const Tensor& t) {
@@ -95,10 +100,10 @@ std::vector<std::string> model_names() {
   return {"mlp", "transformer"};
 }
 
-Model make_model(std::string_view name, uint64_t seed) {
+Model make_model(std::string_view name, uint64_t seed, Device device) {
   manual_seed(seed);
-  if (name == "mlp") return make_mlp();
-  if (name == "transformer") return make_transformer();
+  if (name == "mlp") return make_mlp(device);
+  if (name == "transformer") return make_transformer(device);
   std::string known;
   for (const std::string& n : model_names())
     known += (known.empty() ? "" : ", ") + n;

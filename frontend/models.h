@@ -34,8 +34,9 @@ struct Model {
 std::vector<std::string> model_names();
 
 // Throws kiln::Error naming the known models for an unknown name. Reseeds the global generator
-// with `seed` (as manual_seed does) to draw the parameters and data.
-Model make_model(std::string_view name, uint64_t seed = 0);
+// with `seed` (as manual_seed does) to draw the parameters and data, on the CPU; they are then
+// copied to `device`, so the model starts from the same numbers on every device.
+Model make_model(std::string_view name, uint64_t seed = 0, Device device = kCPU);
 
 // Plain SGD, in place, outside autograd; each parameter's .grad is reset afterwards.
 void sgd_step(const std::vector<Tensor>& params, double lr);
