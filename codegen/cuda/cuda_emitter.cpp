@@ -6,11 +6,13 @@
 #include <cctype>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <unordered_map>
 
 #include "kiln/codegen/cuda/cuda_math.h"
 #include "kiln/codegen/cuda/cuda_scalar.h"
+#include "kiln/codegen/cuda/cuda_vector_access.h"
 #include "kiln/codegen/kernel_ir/kernel_verifier.h"
 #include "kiln/runtime/error.h"
 
@@ -235,7 +237,8 @@ class Emitter {
     for (const Stmt* l : flat)
       work *= l->extent;
     if (elementwise) {
-      emit_flat(src, index, flat, *body, Mapping::Elementwise, work, 256);
+      VectorPlan plan = plan_vector_access(k_, flat, *body);
+      emit_flat(src, index, flat, *body, Mapping::Elementwise, work, 256, &plan);
       return;
     }
     int64_t rows = 1;
@@ -346,7 +349,8 @@ class Emitter {
   // One __global__ function: the loops in `flat` walked as one index space by the mapping,
   // then `body` for each point of it.
   void emit_flat(CudaSource& src, int index, const std::vector<const Stmt*>& flat,
-                 const std::vector<Stmt>& body, Mapping mapping, int64_t work, int block) {
+                 const std::vector<Stmt>& body, Mapping mapping, int64_t work, int block,
+                 const VectorPlan* plan = nullptr) {
     mapping_ = mapping;
     out_.clear();
     memo_.assign(1, {});
@@ -393,6 +397,8 @@ class Emitter {
         line(fmt::format("const long long {} = 0;", var_name(l->var)));
       stmts(body, /*vector_level=*/false);
     } else {
+      if (plan != nullptr && plan->width > 1)
+        emit_vector_walk(*plan, flat, body, work, it, first, step);
       line(fmt::format("for ({} flat = {}; flat < {}u; flat += {}) {{", it, first, work, step));
       ++indent_;
       memo_.emplace_back();
@@ -400,16 +406,7 @@ class Emitter {
         line(fmt::format("const long long {} = (long long)flat;", var_name(flat[0]->var)));
       } else {
         line(fmt::format("{} rest = flat;", it));
-        for (size_t i = flat.size(); i-- > 0;) {
-          const Stmt* l = flat[i];
-          if (i == 0) {
-            line(fmt::format("const long long {} = (long long)rest;", var_name(l->var)));
-          } else {
-            line(fmt::format("const long long {} = (long long)(rest % {}u);", var_name(l->var),
-                             l->extent));
-            line(fmt::format("rest /= {}u;", l->extent));
-          }
-        }
+        split_rest(flat, flat.size());
       }
       stmts(body, false);
       // The next row's walks must not overtake this row's last reads of what it stored.
@@ -421,6 +418,109 @@ class Emitter {
     }
     code += out_ + "}\n";
     src.code += code;
+  }
+
+  // Note [CUDA vector accesses]: when every vectorized pointer is aligned, the walk over
+  // groups of plan.width innermost iterations, which returns; otherwise the scalar walk after it
+  // runs.
+  void emit_vector_walk(const VectorPlan& plan, const std::vector<const Stmt*>& flat,
+                        const std::vector<Stmt>& body, int64_t work, const std::string& it,
+                        const std::string& first, const std::string& step) {
+    const int w = plan.width;
+    std::string misaligned;
+    for (kir::BufferId b : plan.buffers) {
+      const kir::Buffer& buf = k_.buffers[static_cast<size_t>(b)];
+      misaligned += fmt::format("{}((unsigned long long){} & {}u)", misaligned.empty() ? "" : " | ",
+                                buffer_name(buf), element_size(buf.dtype) * w - 1);
+    }
+    line(fmt::format("if (({}) == 0) {{", misaligned));
+    ++indent_;
+    line(
+        fmt::format("for ({} group = {}; group < {}u; group += {}) {{", it, first, work / w, step));
+    ++indent_;
+    memo_.emplace_back();
+    const Stmt* inner = flat.back();
+    int64_t groups = inner->extent / w;
+    line(fmt::format("{} rest = group;", it));
+    line(fmt::format("const long long lane0 = (long long)(rest % {}u) * {};", groups, w));
+    line(fmt::format("rest /= {}u;", groups));
+    split_rest(flat, flat.size() - 1);
+    // The contiguous accesses' indices at lane 0, in a memo level of their own: the lanes
+    // must not reuse them (an index bound here is lane 0's).
+    memo_.emplace_back();
+    line(fmt::format("const long long {} = lane0;", var_name(inner->var)));
+    std::vector<std::string> store_lines;
+    for (const auto& [b, index] : plan.loads) {
+      const kir::Buffer& buf = k_.buffers[static_cast<size_t>(b)];
+      std::string arr = fmt::format("vec{}", counter_++);
+      std::string vt(vector_word(element_size(buf.dtype) * static_cast<size_t>(w)));
+      line(fmt::format("__align__(16) {} {}[{}];", storage_type(buf.dtype), arr, w));
+      line(fmt::format("*reinterpret_cast<{}*>({}) = *reinterpret_cast<const {}*>({} + {});", vt,
+                       arr, vt, buffer_name(buf), expr(index)));
+      lane_loads_[{b, index}] = arr;
+    }
+    for (const Stmt* st : plan.stores) {
+      const kir::Buffer& buf = k_.buffers[static_cast<size_t>(st->buffer)];
+      std::string arr = fmt::format("vec{}", counter_++);
+      std::string vt(vector_word(element_size(buf.dtype) * static_cast<size_t>(w)));
+      line(fmt::format("__align__(16) {} {}[{}];", storage_type(buf.dtype), arr, w));
+      store_lines.push_back(
+          fmt::format("*reinterpret_cast<{}*>({} + {}) = *reinterpret_cast<const {}*>({});", vt,
+                      buffer_name(buf), expr(st->index), vt, arr));
+      lane_stores_[st] = arr;
+    }
+    memo_.pop_back();
+    for (int u = 0; u < w; ++u) {
+      line("{");
+      ++indent_;
+      memo_.emplace_back();
+      lane_ = u;
+      line(fmt::format("const long long {} = lane0 + {};", var_name(inner->var), u));
+      stmts(body, false);
+      lane_ = -1;
+      memo_.pop_back();
+      --indent_;
+      line("}");
+    }
+    for (const std::string& l : store_lines)
+      line(l);
+    lane_loads_.clear();
+    lane_stores_.clear();
+    memo_.pop_back();
+    --indent_;
+    line("}");
+    line("return;");
+    --indent_;
+    line("}");
+  }
+
+  // Binds the variables of loops[0, count) from `rest`, a flat index over them (innermost
+  // last); the outermost takes what is left.
+  void split_rest(const std::vector<const Stmt*>& loops, size_t count) {
+    for (size_t i = count; i-- > 0;) {
+      const Stmt* l = loops[i];
+      if (i == 0) {
+        line(fmt::format("const long long {} = (long long)rest;", var_name(l->var)));
+      } else {
+        line(fmt::format("const long long {} = (long long)(rest % {}u);", var_name(l->var),
+                         l->extent));
+        line(fmt::format("rest /= {}u;", l->extent));
+      }
+    }
+  }
+
+  // The integer type of a `bytes`-byte vector access.
+  static std::string_view vector_word(size_t bytes) {
+    switch (bytes) {
+      case 16:
+        return "uint4";
+      case 8:
+        return "uint2";
+      case 4:
+        return "unsigned int";
+      default:
+        return "unsigned short";
+    }
   }
 
   // ---- statements ----
@@ -485,6 +585,11 @@ class Emitter {
       }
       case StmtKind::Store: {
         const kir::Buffer& b = k_.buffers[static_cast<size_t>(s.buffer)];
+        if (lane_ >= 0 && lane_stores_.count(&s)) {
+          std::string value = to_storage(convert(expr(s.value), dtype(s.value), b.dtype), b.dtype);
+          line(fmt::format("{}[{}] = {};", lane_stores_.at(&s), lane_, value));
+          return;
+        }
         std::string idx = expr(s.index);
         std::string value = to_storage(convert(expr(s.value), dtype(s.value), b.dtype), b.dtype);
         std::string store = fmt::format("{}[{}] = {};", buffer_name(b), idx, value);
@@ -561,6 +666,9 @@ class Emitter {
     switch (e.kind) {
       case ExprKind::Load: {
         const kir::Buffer& b = k_.buffers[static_cast<size_t>(e.buffer)];
+        auto lane_load = lane_ >= 0 ? lane_loads_.find({e.buffer, e.args[0]}) : lane_loads_.end();
+        if (lane_load != lane_loads_.end())
+          return from_storage(fmt::format("{}[{}]", lane_load->second, lane_), b.dtype);
         return from_storage(fmt::format("{}[{}]", buffer_name(b), arg(0)), b.dtype);
       }
       case ExprKind::Unary:
@@ -596,6 +704,11 @@ class Emitter {
   std::unordered_map<VarId, ReduceOp> reduce_of_;
   std::unordered_map<VarId, const std::vector<Stmt>*> declared_;
   const std::vector<Stmt>* current_list_ = nullptr;
+  // In a vector walk's lane (Note [CUDA vector accesses]): the lane, and the local arrays that
+  // hold the group's contiguous loads and stores.
+  int lane_ = -1;
+  std::map<std::pair<kir::BufferId, ExprId>, std::string> lane_loads_;
+  std::unordered_map<const Stmt*, std::string> lane_stores_;
 };
 
 }  // namespace

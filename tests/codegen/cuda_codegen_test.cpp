@@ -285,6 +285,37 @@ TEST(CudaNvrtc, ASyntaxErrorIsAnErrorWithTheCompilerLog) {
   }
 }
 
+// Note [CUDA vector accesses]: a contiguous pointwise kernel moves 16 bytes per access when its
+// pointers are aligned; a broadcast operand stays a per-lane load, and a kernel whose innermost
+// extent the width does not divide keeps only the scalar walk.
+TEST(CudaEmitter, ContiguousAccessesBecome128BitLoadsAndStores) {
+  if (!cuda::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
+  std::vector<Kernel> ks = fuse_and_lower(
+      "graph(%x : f32[64, 256], %b : f32[64, 1]):\n"
+      "  %0 : f32[64, 256] = mul(%x, %b)\n  %1 : f32[64, 256] = tanh(%0)\n  return (%1)\n");
+  ASSERT_EQ(ks.size(), 1u);
+  cuda::CudaSource s = cuda::emit_cuda(ks[0]);
+  EXPECT_NE(s.code.find("reinterpret_cast<const uint4*>"), std::string::npos) << s.code;
+  EXPECT_NE(s.code.find("& 15u"), std::string::npos) << "the alignment check\n" << s.code;
+  std::string ptx =
+      cuda::nvrtc_compile(s.translation_unit(), ks[0].name, 90, cuda::NvrtcOutput::Ptx).binary;
+  EXPECT_NE(ptx.find("ld.global.nc.v4."), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("st.global.v4."), std::string::npos) << ptx;
+
+  std::vector<Kernel> odd = fuse_and_lower(
+      "graph(%x : f32[7, 3]):\n  %0 : f32[7, 3] = tanh(%x)\n  %1 : f32[7, 3] = neg(%0)\n"
+      "  return (%1)\n");
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_EQ(cuda::emit_cuda(odd[0]).code.find("uint4"), std::string::npos);
+  // 16-bit elements: eight to a 16-byte access.
+  std::vector<Kernel> half = fuse_and_lower(
+      "graph(%x : f16[1024]):\n  %0 : f16[1024] = neg(%x)\n  %1 : f16[1024] = abs(%0)\n"
+      "  return (%1)\n");
+  ASSERT_EQ(half.size(), 1u);
+  EXPECT_NE(cuda::emit_cuda(half[0]).code.find("unsigned short vec0[8]"), std::string::npos)
+      << cuda::emit_cuda(half[0]).code;
+}
+
 TEST(CudaNvrtc, CubinForSm90) {
   if (!cuda::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
   std::vector<Kernel> ks = fuse_and_lower(
