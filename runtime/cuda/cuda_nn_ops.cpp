@@ -22,6 +22,13 @@ void check_same_device(const OpDef& op, const Tensor& t, const Tensor& out) {
              out.device(), t.device());
 }
 
+// Blocks for `rows` rows: one each, or one per kEagerNormalizationWarpRows for the
+// warp-per-row entry.
+int64_t blocks_for(int entry, int64_t rows) {
+  if (entry != 2) return rows;
+  return (rows + cg::kEagerNormalizationWarpRows - 1) / cg::kEagerNormalizationWarpRows;
+}
+
 void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                          std::span<const Tensor> inputs, const void* attrs) {
   const Tensor& x = inputs[0];
@@ -49,7 +56,12 @@ void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   void* out_ptr = out.impl()->data();
   void* in_ptr = x.impl()->data();
   void* args[] = {&out_ptr, &in_ptr, &rows, &n, &in_step, &out_step};
-  kernel->launch_entry(0, args, rows.numel);
+  // Contiguous rows along the last dim: the row-cached entry (Note [Row-cached normalization
+  // entries]).
+  int entry = nd > 0 && dim == nd - 1 && x.is_contiguous() && out.is_contiguous()
+                  ? cg::eager_normalization_entry(x.dtype(), n, in_ptr, out_ptr)
+                  : 0;
+  kernel->launch_entry(static_cast<size_t>(entry), args, blocks_for(entry, rows.numel));
 }
 
 void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
@@ -78,7 +90,8 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   void* w_ptr = w.defined() ? w.impl()->data() : nullptr;
   void* b_ptr = b.defined() ? b.impl()->data() : nullptr;
   void* args[] = {&out_ptr, &in_ptr, &w_ptr, &b_ptr, &rows, &n, &eps};
-  kernel->launch_entry(0, args, rows);
+  int entry = cg::eager_normalization_entry(x.dtype(), n, in_ptr, out_ptr);
+  kernel->launch_entry(static_cast<size_t>(entry), args, blocks_for(entry, rows));
 }
 
 }  // namespace

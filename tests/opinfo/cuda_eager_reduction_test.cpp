@@ -17,34 +17,15 @@
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/op_table.h"
+#include "opinfo/cuda_ptx_util.h"
 
 namespace {
 
 namespace cg = kiln::codegen::cuda;
 using kiln::DType;
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-
-// The PTX of translation unit `tu` for sm_80 and sm_90, in that order; a compile error fails
-// the test.
-std::vector<std::string> ptx_for_sm80_and_sm90(const std::string& tu, const char* name) {
-  std::vector<std::string> ptx;
-  for (int arch : {80, 90}) {
-    try {
-      ptx.push_back(cg::nvrtc_compile(tu, name, arch, cg::NvrtcOutput::Ptx).binary);
-    } catch (const kiln::Error& e) {
-      ADD_FAILURE() << "sm_" << arch << ": " << e.what();
-      ptx.emplace_back();
-    }
-    EXPECT_NE(ptx.back().find(".target sm_" + std::to_string(arch)), std::string::npos);
-  }
-  return ptx;
-}
+using kiln_test::count;
+using kiln_test::ptx_for_sm80_and_sm90;
 
 TEST(CudaEagerReduction, EveryKernelCompilesToPtxForSm80AndSm90) {
   if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
@@ -123,12 +104,16 @@ TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
     for (const cg::CudaSource& src :
          {cg::eager_softmax_source(t, false), cg::eager_softmax_source(t, true),
           cg::eager_layer_norm_source(t)}) {
-      ASSERT_EQ(src.entries.size(), 1u);
-      EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow);
+      // The strided entry and the row-cached ones (Note [Row-cached normalization entries]).
+      ASSERT_EQ(src.entries.size(), 3u);
+      for (const cg::CudaEntry& e : src.entries)
+        EXPECT_EQ(e.mapping, cg::Mapping::BlockPerRow);
+      EXPECT_EQ(src.entries[1].symbol, src.entries[0].symbol + "_cached");
+      EXPECT_EQ(src.entries[2].symbol, src.entries[0].symbol + "_warp_cached");
       if (tu.empty())
         tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
       tu += src.code;
-      ++kernels;
+      kernels += 3;
     }
   }
   for (const char* name : {"softmax", "log_softmax", "layer_norm"}) {
@@ -139,20 +124,16 @@ TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
     EXPECT_EQ(count(ptx, ".entry"), kernels);
     // Two block reductions a row (max and sum; mean and squared deviations).
     EXPECT_GE(count(ptx, "shfl.sync.bfly"), 2 * kernels);
+    // The cached entries read and write rows in 16-byte accesses.
+    EXPECT_GE(count(ptx, "ld.global.v4.u32") + count(ptx, "ld.global.nc.v4.u32"), 2 * kernels / 3);
+    EXPECT_GE(count(ptx, "st.global.v4.u32"), 2 * kernels / 3);
   }
 }
 
 TEST(CudaEagerRandom, EveryKernelCompilesToPtxForSm80AndSm90) {
   if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
-  std::string tu;
-  size_t kernels = 0;
-  auto add = [&](const cg::CudaSource& src) {
-    ASSERT_EQ(src.entries.size(), 1u);
-    if (tu.empty())
-      tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
-    tu += src.code;
-    ++kernels;
-  };
+  kiln_test::PtxCorpus corpus;
+  auto add = [&](const cg::CudaSource& src) { corpus.add(src); };
   for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
     for (cg::EagerRandom kind :
          {cg::EagerRandom::Uniform, cg::EagerRandom::Normal, cg::EagerRandom::Dropout})
@@ -162,13 +143,13 @@ TEST(CudaEagerRandom, EveryKernelCompilesToPtxForSm80AndSm90) {
                   kiln::kInt32})
     add(cg::eager_arange_source(t));
   // The kernels compile the CPU's Philox functions, not a copy of them.
-  EXPECT_NE(tu.find("kiln_philox_block(unsigned long long key"), std::string::npos);
+  EXPECT_NE(corpus.tu.find("kiln_philox_block(unsigned long long key"), std::string::npos);
   for (const char* name : {"rand", "randn", "dropout", "arange"}) {
     const kiln::OpDef& op = kiln::get_op(name);
     EXPECT_NE(op.compute[static_cast<int>(kiln::DispatchKey::CUDA)], nullptr) << name;
   }
-  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "eager_random_corpus"))
-    EXPECT_EQ(count(ptx, ".entry"), kernels);
+  for (const std::string& ptx : ptx_for_sm80_and_sm90(corpus.tu, "eager_random_corpus"))
+    EXPECT_EQ(count(ptx, ".entry"), corpus.kernels);
 }
 
 }  // namespace

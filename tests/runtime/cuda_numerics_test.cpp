@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -58,6 +59,44 @@ TEST(CudaNumerics, ArangeWithAnInexactStepEqualsTheCpusBitwise) {
   gpu = gpu.device(kGpu);
   std::vector<double> want = kiln::arange(-1, 7, 0.1, cpu).to_vector<double>();
   EXPECT_EQ(kiln::arange(-1, 7, 0.1, gpu).to(kiln::kCPU).to_vector<double>(), want);
+}
+
+// softmax, log_softmax and layer_norm pick one of three entries by the row length and layout
+// (Note [Row-cached normalization entries]): a warp per row up to 1024 elements, a block with
+// the row in registers up to 4096, and the strided walk beyond, for lengths that are not a
+// multiple of the 16-byte chunk, and for a misaligned view. Every one must give the CPU's values
+// to the rounding of a sum taken in another order.
+TEST(CudaNumerics, EveryNormalizationEntryMatchesTheCpu) {
+  KILN_REQUIRE_CUDA_DEVICE();
+  kiln::manual_seed(11);
+  for (kiln::DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16}) {
+    double eps = t == kiln::kFloat64 ? 0x1p-52 : t == kiln::kFloat16 ? 0x1p-10 : 0x1p-23;
+    for (int64_t n : {4, 250, 1000, 1024, 1028, 3000, 4096, 6000}) {
+      for (int64_t offset : {0, 1}) {
+        SCOPED_TRACE(std::string(kiln::dtype_name(t)) + " rows of " + std::to_string(n) +
+                     ", first element " + std::to_string(offset));
+        // offset 1: a view that starts one element into its storage, so not 16-byte aligned.
+        Tensor flat = (kiln::randn({3 * n + offset}) * 3).to(t);
+        Tensor x = flat.slice(0, offset, offset + 3 * n).view({3, n});
+        Tensor w = kiln::randn({n}), b = kiln::randn({n});
+        Tensor xg = flat.to(kGpu).slice(0, offset, offset + 3 * n).view({3, n});
+        auto check = [&](const Tensor& got, const Tensor& want, const char* what) {
+          std::vector<double> g = got.to(kiln::kCPU).to(kiln::kFloat64).to_vector<double>();
+          std::vector<double> c = want.to(kiln::kFloat64).to_vector<double>();
+          ASSERT_EQ(g.size(), c.size()) << what;
+          for (size_t i = 0; i < c.size(); ++i) {
+            double tol = eps * (8 + static_cast<double>(n) / 16) * (1 + std::abs(c[i]));
+            ASSERT_LE(std::abs(g[i] - c[i]), tol) << what << " element " << i;
+          }
+        };
+        check(kiln::softmax(xg, 1), kiln::softmax(x, 1), "softmax");
+        check(kiln::log_softmax(xg, 1), kiln::log_softmax(x, 1), "log_softmax");
+        check(kiln::layer_norm(xg, {n}, w.to(kGpu), b.to(kGpu)), kiln::layer_norm(x, {n}, w, b),
+              "layer_norm");
+        check(kiln::layer_norm(xg, {n}), kiln::layer_norm(x, {n}), "layer_norm without affine");
+      }
+    }
+  }
 }
 
 }  // namespace
