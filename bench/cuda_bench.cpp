@@ -1,0 +1,226 @@
+// CUDA workloads against the device-to-device copy bandwidth measured in the same process:
+// eager pointwise, a fused pointwise chain, softmax and layer_norm forward and backward, and
+// GELU forward + backward, each compiled one compared with Kiln eager CUDA on the same inputs.
+// Times are CUDA events around each call on the current stream (Google Benchmark's manual time);
+// a workload's figure is its median call. Sizes exceed the H100's 50 MB L2, so the figures are
+// HBM bandwidth: 2^26 float32 elements for pointwise work, [65536, 1024] rows for the
+// normalizations. Ideal bytes: inputs read once plus outputs written once.
+//
+//   build/bench/kiln_bench_cuda --benchmark_format=json > cuda.json
+// Without a CUDA device every workload reports an error and the binary exits 0.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "kiln/runtime/cuda/cuda_stream.h"
+#include "kiln/runtime/cuda/driver.h"
+
+namespace {
+
+using kiln::Tensor;
+
+constexpr int64_t kPointwise = int64_t{1} << 26;
+constexpr int64_t kRows = 65536, kCols = 1024;
+const kiln::Device kGpu = kiln::Device::cuda(0);
+
+// Milliseconds of one call of `work`, between two events on the current stream.
+double time_ms(const std::function<void()>& work) {
+  kiln::cuda::Event start(0, true), end(0, true);
+  kiln::cuda::Stream s = kiln::cuda::current_stream(0);
+  start.record(s);
+  work();
+  end.record(s);
+  end.synchronize();
+  return start.elapsed_ms(end);
+}
+
+double median_ms(const std::function<void()>& work, int reps = 15) {
+  for (int i = 0; i < 3; ++i)
+    work();  // first-use compiles and allocator warm-up
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i)
+    t.push_back(time_ms(work));
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[static_cast<size_t>(reps / 2)];
+}
+
+// Read + written bytes per second of a float32 device-to-device copy of 2^26 elements.
+double copy_bytes_per_s() {
+  Tensor src = kiln::randn({kPointwise}, kiln::TensorOptions().device(kGpu));
+  Tensor dst = kiln::empty({kPointwise}, kGpu);
+  double ms = median_ms([&] { dst.copy_(src); });
+  return 2.0 * static_cast<double>(kPointwise) * 4 / (ms * 1e-3);
+}
+
+bool require_device(benchmark::State& state) {
+  if (kiln::cuda::device_count() > 0) return true;
+  state.SkipWithError("no CUDA device");
+  return false;
+}
+
+// Runs `work` under the benchmark's manual timer and adds GB/s, the copy's GB/s measured right
+// after, and their ratio; with `eager`, also the median eager time and the speedup over it.
+void run(benchmark::State& state, const std::function<void()>& work, double ideal_bytes,
+         const std::function<void()>& eager = {}) {
+  for (int i = 0; i < 3; ++i)
+    work();
+  std::vector<double> ms;
+  for (auto _ : state) {
+    double t = time_ms(work);
+    ms.push_back(t);
+    state.SetIterationTime(t * 1e-3);
+  }
+  std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+  double median = ms[ms.size() / 2];
+  double gbps = ideal_bytes / (median * 1e-3) * 1e-9;
+  double copy = copy_bytes_per_s() * 1e-9;
+  state.counters["GB/s"] = gbps;
+  state.counters["copy_GB/s"] = copy;
+  state.counters["copy_frac"] = gbps / copy;
+  state.counters["median_us"] = median * 1e3;
+  if (eager) {
+    double eager_ms = median_ms(eager);
+    state.counters["eager_us"] = eager_ms * 1e3;
+    state.counters["speedup_vs_eager"] = eager_ms / median;
+  }
+}
+
+Tensor gpu_randn(kiln::Shape sizes) {
+  return kiln::randn(std::move(sizes), kiln::TensorOptions().device(kGpu));
+}
+
+void BM_CudaCopy(benchmark::State& state) {
+  if (!require_device(state)) return;
+  Tensor src = gpu_randn({kPointwise}), dst = kiln::empty({kPointwise}, kGpu);
+  run(
+      state, [&] { dst.copy_(src); }, 2.0 * kPointwise * 4);
+}
+BENCHMARK(BM_CudaCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_CudaEagerAdd(benchmark::State& state) {
+  if (!require_device(state)) return;
+  Tensor x = gpu_randn({kPointwise}), y = gpu_randn({kPointwise});
+  run(
+      state, [&] { benchmark::DoNotOptimize(x + y); }, 3.0 * kPointwise * 4);
+}
+BENCHMARK(BM_CudaEagerAdd)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// A bias-GELU-scale chain: five eager kernels, one fused kernel reading x and y once.
+std::vector<Tensor> pointwise_chain(const std::vector<Tensor>& in) {
+  return {kiln::gelu(in[0] * in[1] + 0.5, "tanh") * 2.0};
+}
+
+void BM_CudaFusedPointwise(benchmark::State& state) {
+  if (!require_device(state)) return;
+  std::vector<Tensor> in = {gpu_randn({kPointwise}), gpu_randn({kPointwise})};
+  kiln::CompiledFunction f = kiln::compile(pointwise_chain);
+  run(
+      state, [&] { benchmark::DoNotOptimize(f(in)); }, 3.0 * kPointwise * 4,
+      [&] { benchmark::DoNotOptimize(pointwise_chain(in)); });
+  state.counters["kernels"] = static_cast<double>(f.stats().forward_kernels);
+}
+BENCHMARK(BM_CudaFusedPointwise)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_CudaSoftmaxForward(benchmark::State& state) {
+  if (!require_device(state)) return;
+  Tensor x = gpu_randn({kRows, kCols});
+  run(
+      state, [&] { benchmark::DoNotOptimize(kiln::softmax(x, 1)); }, 2.0 * kRows * kCols * 4);
+}
+BENCHMARK(BM_CudaSoftmaxForward)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_CudaLayerNormForward(benchmark::State& state) {
+  if (!require_device(state)) return;
+  Tensor x = gpu_randn({kRows, kCols}), w = gpu_randn({kCols}), b = gpu_randn({kCols});
+  run(
+      state, [&] { benchmark::DoNotOptimize(kiln::layer_norm(x, {kCols}, w, b)); },
+      2.0 * kRows * kCols * 4);
+}
+BENCHMARK(BM_CudaLayerNormForward)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// The backward alone: the forward runs once with its graph retained, and each timed call is
+// autograd::grad from it. Compiled: compile() traced the backward with the forward, and grad()
+// runs that compiled backward. Ideal bytes: x (or the saved output), the incoming gradient and
+// the input's gradient, once each.
+void run_backward(benchmark::State& state, const kiln::CompiledFunction::Fn& fn, bool compiled) {
+  if (!require_device(state)) return;
+  Tensor x = gpu_randn({kRows, kCols}).requires_grad_();
+  Tensor g = gpu_randn({kRows, kCols});
+  kiln::CompiledFunction f = kiln::compile(fn);
+  Tensor y = compiled ? f({x})[0] : fn({x})[0];
+  Tensor y_eager = fn({x})[0];
+  auto backward = [&](const Tensor& out) {
+    return [&, out] { benchmark::DoNotOptimize(kiln::autograd::grad({out}, {x}, {g}, true)); };
+  };
+  run(state, backward(y), 3.0 * kRows * kCols * 4,
+      compiled ? std::function<void()>(backward(y_eager)) : std::function<void()>());
+  if (compiled) state.counters["kernels"] = static_cast<double>(f.stats().backward_kernels);
+}
+
+std::vector<Tensor> softmax_fn(const std::vector<Tensor>& in) {
+  return {kiln::softmax(in[0], 1)};
+}
+std::vector<Tensor> layer_norm_fn(const std::vector<Tensor>& in) {
+  return {kiln::layer_norm(in[0], {kCols})};
+}
+
+void BM_CudaSoftmaxBackwardEager(benchmark::State& state) {
+  run_backward(state, softmax_fn, false);
+}
+BENCHMARK(BM_CudaSoftmaxBackwardEager)->UseManualTime()->Unit(benchmark::kMicrosecond);
+void BM_CudaSoftmaxBackwardCompiled(benchmark::State& state) {
+  run_backward(state, softmax_fn, true);
+}
+BENCHMARK(BM_CudaSoftmaxBackwardCompiled)->UseManualTime()->Unit(benchmark::kMicrosecond);
+void BM_CudaLayerNormBackwardEager(benchmark::State& state) {
+  run_backward(state, layer_norm_fn, false);
+}
+BENCHMARK(BM_CudaLayerNormBackwardEager)->UseManualTime()->Unit(benchmark::kMicrosecond);
+void BM_CudaLayerNormBackwardCompiled(benchmark::State& state) {
+  run_backward(state, layer_norm_fn, true);
+}
+BENCHMARK(BM_CudaLayerNormBackwardCompiled)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// GELU (tanh) forward and backward in one call: eager runs the forward kernel and the
+// backward formula's kernels; compiled runs one fused forward and one fused backward kernel.
+// Ideal bytes: x, y, the incoming gradient and dx.
+std::vector<Tensor> gelu_fn(const std::vector<Tensor>& in) {
+  return {kiln::gelu(in[0], "tanh")};
+}
+
+void BM_CudaGeluForwardBackward(benchmark::State& state) {
+  if (!require_device(state)) return;
+  Tensor x = gpu_randn({kPointwise}).requires_grad_();
+  Tensor g = gpu_randn({kPointwise});
+  kiln::CompiledFunction f = kiln::compile(gelu_fn);
+  auto step = [&](const kiln::CompiledFunction::Fn& fn) {
+    return [&, fn] {
+      Tensor y = fn({x})[0];
+      benchmark::DoNotOptimize(kiln::autograd::grad({y}, {x}, {g}));
+    };
+  };
+  run(state, step([&](const std::vector<Tensor>& in) { return f(in); }), 4.0 * kPointwise * 4,
+      step(gelu_fn));
+  state.counters["kernels"] =
+      static_cast<double>(f.stats().forward_kernels + f.stats().backward_kernels);
+}
+BENCHMARK(BM_CudaGeluForwardBackward)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (kiln::cuda::device_count() > 0) {
+    const auto& p = kiln::cuda::device_properties(0);
+    benchmark::AddCustomContext("cuda_device", p.name);
+    benchmark::AddCustomContext("cuda_sm", std::to_string(p.major * 10 + p.minor));
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The workloads of bench/cuda_bench.cpp in PyTorch eager and torch.compile, for the side-by-side
+table in a GPU session's note. Same sizes, same ideal bytes, same timing (CUDA events around each
+call, median of 15 after warm-up), and a device-to-device copy measured in the same process.
+
+    python3 bench/torch_cuda_bench.py [--json OUT.json]
+
+Prints one line per workload and variant: median microseconds, GB/s of ideal bytes and the
+fraction of copy bandwidth; for torch.compile also the first call's wall time (compilation).
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+POINTWISE = 1 << 26
+ROWS, COLS = 65536, 1024
+
+
+def time_ms(work):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    work()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def median_ms(work, reps=15):
+    for _ in range(3):
+        work()
+    return statistics.median(time_ms(work) for _ in range(reps))
+
+
+def copy_gbps():
+    src = torch.randn(POINTWISE, device="cuda")
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src))
+    return 2 * POINTWISE * 4 / (ms * 1e-3) * 1e-9
+
+
+def first_call_s(work):
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    work()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t
+
+
+def chain(x, y):
+    return F.gelu(x * y + 0.5, approximate="tanh") * 2.0
+
+
+def softmax(x):
+    return torch.softmax(x, 1)
+
+
+def layer_norm_wb(x, w, b):
+    return F.layer_norm(x, (COLS,), w, b)
+
+
+def layer_norm(x):
+    return F.layer_norm(x, (COLS,))
+
+
+def gelu(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def workloads():
+    """(name, ideal bytes, {variant: (work, first call or None)})."""
+    dev = "cuda"
+    x, y = torch.randn(POINTWISE, device=dev), torch.randn(POINTWISE, device=dev)
+    dst = torch.empty_like(x)
+    rows = torch.randn(ROWS, COLS, device=dev)
+    w, b = torch.randn(COLS, device=dev), torch.randn(COLS, device=dev)
+    out = []
+    out.append(("copy", 2 * POINTWISE * 4, {"eager": lambda: dst.copy_(x)}))
+    out.append(("eager_add", 3 * POINTWISE * 4, {"eager": lambda: x + y}))
+    c_chain = torch.compile(chain)
+    out.append(("fused_pointwise", 3 * POINTWISE * 4,
+                {"eager": lambda: chain(x, y), "compiled": lambda: c_chain(x, y)}))
+    c_soft = torch.compile(softmax)
+    out.append(("softmax_forward", 2 * ROWS * COLS * 4,
+                {"eager": lambda: softmax(rows), "compiled": lambda: c_soft(rows)}))
+    c_ln = torch.compile(layer_norm_wb)
+    out.append(("layer_norm_forward", 2 * ROWS * COLS * 4,
+                {"eager": lambda: layer_norm_wb(rows, w, b),
+                 "compiled": lambda: c_ln(rows, w, b)}))
+
+    def backward_only(fn):
+        xg = torch.randn(ROWS, COLS, device=dev, requires_grad=True)
+        g = torch.randn(ROWS, COLS, device=dev)
+        y = fn(xg)
+        return lambda: torch.autograd.grad(y, xg, g, retain_graph=True)
+
+    for name, fn in (("softmax_backward", softmax), ("layer_norm_backward", layer_norm)):
+        compiled = torch.compile(fn)
+        out.append((name, 3 * ROWS * COLS * 4,
+                    {"eager": backward_only(fn), "compiled": backward_only(compiled)}))
+
+    xg = torch.randn(POINTWISE, device=dev, requires_grad=True)
+    g = torch.randn(POINTWISE, device=dev)
+    c_gelu = torch.compile(gelu)
+
+    def fwd_bwd(fn):
+        return lambda: torch.autograd.grad(fn(xg), xg, g)
+
+    out.append(("gelu_forward_backward", 4 * POINTWISE * 4,
+                {"eager": fwd_bwd(gelu), "compiled": fwd_bwd(c_gelu)}))
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    results = []
+    for name, ideal, variants in workloads():
+        for variant, work in variants.items():
+            compile_s = first_call_s(work)
+            ms = median_ms(work)
+            copy = copy_gbps()
+            gbps = ideal / (ms * 1e-3) * 1e-9
+            row = {"workload": name, "variant": variant, "median_us": ms * 1e3, "GB/s": gbps,
+                   "copy_GB/s": copy, "copy_frac": gbps / copy, "first_call_s": compile_s}
+            results.append(row)
+            print(f"{name:24s} {variant:9s} {ms * 1e3:9.1f} us {gbps:8.0f} GB/s "
+                  f"copy {copy:6.0f} frac {gbps / copy:5.2f} first call {compile_s:6.2f} s",
+                  flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
