@@ -48,6 +48,12 @@ BlockCachingAllocator::~BlockCachingAllocator() {
   for (auto& [ptr, b] : live_)
     delete b;
   live_.clear();
+  for (PendingFree& p : pending_) {
+    for (void* e : p.events)
+      source_->destroy_event(e);
+    delete p.block;
+  }
+  pending_.clear();
 }
 
 BlockCachingAllocator::Block* BlockCachingAllocator::take_cached(size_t size, bool small,
@@ -95,6 +101,7 @@ void* BlockCachingAllocator::allocate(size_t bytes, StreamId stream) {
   bool small = size <= kSmallRequest;
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.allocations;
+  if (!pending_.empty()) process_pending_frees();
   Block* b = take_cached(size, small, stream);
   if (b != nullptr) {
     ++stats_.cache_hits;
@@ -131,6 +138,18 @@ void BlockCachingAllocator::free(void* ptr) {
              source_->name(), ptr);
   Block* b = it->second;
   live_.erase(it);
+  if (!b->uses.empty()) {
+    PendingFree p{b, {}};
+    for (StreamId s : b->uses)
+      p.events.push_back(source_->record_event(s));
+    b->uses.clear();
+    pending_.push_back(std::move(p));
+    return;
+  }
+  release_block(b);
+}
+
+void BlockCachingAllocator::release_block(Block* b) {
   b->allocated = false;
   --stats_.active_blocks;
   stats_.allocated_bytes -= static_cast<int64_t>(b->size);
@@ -151,6 +170,39 @@ void BlockCachingAllocator::free(void* ptr) {
     delete n;
   }
   pool_of(b).insert(b);
+}
+
+void BlockCachingAllocator::process_pending_frees() {
+  std::vector<PendingFree> still;
+  for (PendingFree& p : pending_) {
+    bool done = std::all_of(p.events.begin(), p.events.end(),
+                            [&](void* e) { return source_->event_done(e); });
+    if (!done) {
+      still.push_back(std::move(p));
+      continue;
+    }
+    for (void* e : p.events)
+      source_->destroy_event(e);
+    release_block(p.block);
+  }
+  pending_ = std::move(still);
+}
+
+void BlockCachingAllocator::record_stream(void* ptr, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  KILN_CHECK(it != live_.end(),
+             "{}: record_stream of {}, which is not a live block of the caching "
+             "allocator",
+             source_->name(), ptr);
+  Block* b = it->second;
+  if (stream != b->stream && std::find(b->uses.begin(), b->uses.end(), stream) == b->uses.end())
+    b->uses.push_back(stream);
+}
+
+size_t BlockCachingAllocator::pending_frees() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_.size();
 }
 
 BlockCachingAllocator::StreamId BlockCachingAllocator::stream_of(void* ptr) const {
@@ -181,6 +233,7 @@ void BlockCachingAllocator::release_free_segments() {
 
 void BlockCachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
+  process_pending_frees();
   release_free_segments();
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace kiln {
 
@@ -28,6 +29,10 @@ namespace kiln {
 // - When the source is out of memory, the segments that are entirely free go back to it and
 //   the request is tried once more; after that the error names the request and what the cache
 //   holds. empty_cache() returns every entirely free segment.
+// - record_stream(ptr, s) marks a block as used by kernels on stream s as well (PyTorch's
+//   Tensor.record_stream): when it is freed, an event is recorded on each such stream, and the
+//   block is held back (still counted as allocated) until every event has completed; the pending
+//   blocks are checked at each allocation and at empty_cache().
 
 // Where the allocator gets its segments from.
 class MemorySource {
@@ -38,6 +43,17 @@ class MemorySource {
   virtual void release(void* ptr, size_t bytes) = 0;
   // How errors name the memory: "cuda:0", "pinned host memory".
   virtual std::string name() const = 0;
+  // Stream-ordered reuse (record_stream): a marker of the work queued on `stream` so far, whether
+  // that work has finished, and the marker's release. A source without streams finishes at once.
+  virtual void* record_event(uintptr_t stream) {
+    (void)stream;
+    return nullptr;
+  }
+  virtual bool event_done(void* event) {
+    (void)event;
+    return true;
+  }
+  virtual void destroy_event(void* event) { (void)event; }
 };
 
 struct BlockAllocatorStats {
@@ -72,6 +88,11 @@ class BlockCachingAllocator {
 
   void* allocate(size_t bytes, StreamId stream);
   void free(void* ptr);
+  // Another stream whose queued work uses the live block at ptr (kiln::Error for a pointer not
+  // handed out); the block is not reused before that work is done.
+  void record_stream(void* ptr, StreamId stream);
+  // Blocks freed but waiting for other streams' work.
+  size_t pending_frees() const;
   // The stream a live block was allocated on (kiln::Error for a pointer not handed out).
   StreamId stream_of(void* ptr) const;
   void empty_cache();
@@ -87,6 +108,11 @@ class BlockCachingAllocator {
     bool allocated = false;
     Block* prev = nullptr;  // neighbours in the same segment
     Block* next = nullptr;
+    std::vector<StreamId> uses;  // other streams that use it (record_stream)
+  };
+  struct PendingFree {
+    Block* block;
+    std::vector<void*> events;
   };
   struct BlockOrder {  // by stream, then size (best fit), then address
     bool operator()(const Block* a, const Block* b) const;
@@ -97,11 +123,14 @@ class BlockCachingAllocator {
   Block* take_cached(size_t size, bool small, StreamId stream);
   Block* new_segment(size_t request, size_t size, bool small, StreamId stream);
   void release_free_segments();
+  void release_block(Block* b);  // back to its pool, merged with free neighbours
+  void process_pending_frees();  // releases the pending blocks whose events are done
 
   std::unique_ptr<MemorySource> source_;
   mutable std::mutex mutex_;
   Pool small_free_, large_free_;
   std::unordered_map<void*, Block*> live_;
+  std::vector<PendingFree> pending_;
   BlockAllocatorStats stats_;
 };
 

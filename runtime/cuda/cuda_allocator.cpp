@@ -40,6 +40,24 @@ class DeviceMemory final : public MemorySource {
                 "cuMemFree");
   }
   std::string name() const override { return fmt::format("cuda:{}", device_); }
+  void* record_event(uintptr_t stream) override {
+    cuda::DeviceGuard g(device_);
+    const auto& api = cuda::api("cuda allocator");
+    CUevent e = nullptr;
+    cuda::check(api.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    cuda::check(api.cuEventRecord(e, reinterpret_cast<CUstream>(stream)), "cuEventRecord");
+    return e;
+  }
+  bool event_done(void* event) override {
+    CUresult r = cuda::api("cuda allocator").cuEventQuery(static_cast<CUevent>(event));
+    if (r == CUDA_ERROR_NOT_READY) return false;
+    cuda::check(r, "cuEventQuery");
+    return true;
+  }
+  void destroy_event(void* event) override {
+    cuda::check(cuda::api("cuda allocator").cuEventDestroy_v2(static_cast<CUevent>(event)),
+                "cuEventDestroy");
+  }
 
  private:
   int device_;
@@ -121,6 +139,15 @@ void cuda_empty_cache() {
 }
 
 namespace cuda {
+void record_stream(const Tensor& t, const Stream& stream) {
+  KILN_CHECK(t.device().is_cuda() && t.device().index == stream.device(),
+             "record_stream: the tensor is on {} and the stream on cuda:{}", t.device(),
+             stream.device());
+  const TensorImpl* impl = t.impl();
+  if (impl->storage()->nbytes() == 0) return;
+  device_allocator(stream.device()).blocks().record_stream(impl->storage()->data(), stream.id());
+}
+
 void* pinned_allocate(size_t bytes) {
   require_device(0, "pinned allocator");
   return allocators().pinned.allocate(bytes, 0);
@@ -150,6 +177,9 @@ void cuda_reset_peak_memory_stats(int device) {
 }
 void cuda_empty_cache() {}
 namespace cuda {
+void record_stream(const Tensor& t, const Stream&) {
+  no_cuda(t.device().index, "record_stream");
+}
 void* pinned_allocate(size_t) {
   no_cuda(0, "pinned allocator");
 }

@@ -7,6 +7,8 @@
 
 #include "kiln/runtime/allocator.h"
 #include "kiln/runtime/block_caching_allocator.h"
+#include "kiln/runtime/cuda/cuda_stream.h"
+#include "kiln/runtime/tensor.h"
 
 namespace kiln {
 
@@ -19,6 +21,12 @@ void cuda_reset_peak_memory_stats(int device = 0);
 void cuda_empty_cache();
 
 namespace cuda {
+// Marks t's memory as used by work queued on `stream` too (PyTorch's Tensor.record_stream):
+// once t's storage is freed, the caching allocator does not hand the memory out again until
+// that work is done. For a tensor made on one stream and used on another. Throws kiln::Error
+// when t is not on the stream's device.
+void record_stream(const Tensor& t, const Stream& stream);
+
 // Page-locked host memory for staging copies (cuMemHostAlloc), cached.
 void* pinned_allocate(size_t bytes);
 void pinned_free(void* ptr);

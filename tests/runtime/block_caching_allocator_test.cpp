@@ -6,8 +6,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "kiln/kiln.h"
 #include "kiln/runtime/block_caching_allocator.h"
@@ -255,4 +257,60 @@ TEST(BlockCachingAllocator, DestructionKeepsSegmentsInUseAndReleasesTheRest) {
   EXPECT_EQ(outstanding, 2 * kMiB);  // only the segment in use remains
   std::free(held);                   // its owner releases it
 }
+// record_stream: host "streams" whose queued and finished work the test sets. An event marks a
+// stream's queued work when it is recorded and is done once that much has finished.
+struct HostStreams {
+  std::map<uintptr_t, int> queued, finished;
+};
+class StreamedHostSource final : public kiln::MemorySource {
+ public:
+  explicit StreamedHostSource(HostStreams* streams) : streams_(streams) {}
+  void* allocate(size_t bytes) override { return std::aligned_alloc(4096, bytes); }
+  void release(void* ptr, size_t) override { std::free(ptr); }
+  std::string name() const override { return "test host memory"; }
+  void* record_event(uintptr_t stream) override {
+    return new std::pair<uintptr_t, int>(stream, streams_->queued[stream]);
+  }
+  bool event_done(void* event) override {
+    auto* e = static_cast<std::pair<uintptr_t, int>*>(event);
+    return streams_->finished[e->first] >= e->second;
+  }
+  void destroy_event(void* event) override {
+    delete static_cast<std::pair<uintptr_t, int>*>(event);
+  }
+
+ private:
+  HostStreams* streams_;
+};
+
+TEST(BlockCachingAllocator, ABlockUsedOnAnotherStreamWaitsForItsWorkBeforeReuse) {
+  HostStreams streams;
+  BlockCachingAllocator alloc(std::make_unique<StreamedHostSource>(&streams));
+  void* p = alloc.allocate(1000, 1);
+  alloc.record_stream(p, 1);  // its own stream: nothing to wait for
+  alloc.record_stream(p, 2);
+  alloc.record_stream(p, 2);  // once is enough
+  streams.queued[2] = 1;      // stream 2 has work queued that reads p
+  alloc.free(p);
+  EXPECT_EQ(alloc.pending_frees(), 1u);
+  EXPECT_EQ(alloc.stats().allocated_bytes, 1024) << "held back, still allocated";
+  void* q = alloc.allocate(1000, 1);
+  EXPECT_NE(q, p) << "handed out while stream 2 may still read it";
+  EXPECT_EQ(alloc.pending_frees(), 1u);
+  streams.finished[2] = 1;
+  void* r = alloc.allocate(1000, 1);
+  EXPECT_EQ(alloc.pending_frees(), 0u);
+  EXPECT_EQ(r, p) << "the block is free again once stream 2's work is done";
+  alloc.free(q);
+  alloc.free(r);
+  EXPECT_EQ(alloc.stats().allocated_bytes, 0);
+  EXPECT_EQ(alloc.stats().active_blocks, 0);
+  // A block without other streams' uses is reusable at once.
+  void* s1 = alloc.allocate(1000, 1);
+  alloc.free(s1);
+  EXPECT_EQ(alloc.pending_frees(), 0u);
+  int not_handed_out = 0;
+  EXPECT_THROW(alloc.record_stream(&not_handed_out, 2), kiln::Error);
+}
+
 }  // namespace
