@@ -22,6 +22,12 @@ CallSiteScope::CallSiteScope(const std::source_location& loc) {
   owner_ = true;
 }
 
+CallSiteScope::CallSiteScope(const CallSite& site) {
+  if (t_site.known() || !site.known()) return;
+  t_site = site;
+  owner_ = true;
+}
+
 CallSiteScope::~CallSiteScope() {
   if (owner_) t_site = CallSite{};
 }

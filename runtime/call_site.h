@@ -31,6 +31,8 @@ inline constexpr std::source_location kUnknownCallSite{};
 class CallSiteScope {
  public:
   explicit CallSiteScope(const std::source_location& loc);
+  // Another thread's call site (a backward handed to a device thread).
+  explicit CallSiteScope(const CallSite& site);
   ~CallSiteScope();
   CallSiteScope(const CallSiteScope&) = delete;
   CallSiteScope& operator=(const CallSiteScope&) = delete;

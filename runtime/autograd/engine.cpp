@@ -1,5 +1,6 @@
 #include "kiln/runtime/autograd/engine.h"
 
+#include <algorithm>
 #include <optional>
 #include <queue>
 #include <thread>
@@ -9,9 +10,12 @@
 #include "kiln/frontend/ops.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/basic_nodes.h"
+#include "kiln/runtime/autograd/device_threads.h"
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/autograd/input_buffer.h"
 #include "kiln/runtime/autograd/node.h"
+#include "kiln/runtime/call_site.h"
+#include "kiln/runtime/cuda/cuda_stream.h"
 #include "kiln/runtime/dispatch_key.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/profiler.h"
@@ -47,6 +51,10 @@ struct LaterFirst {
 struct GraphTask {
   bool keep_graph = false;
   bool create_graph = false;
+  // Note [Backward streams]: the caller's current stream of each device its root gradients are
+  // on, and every stream a Node ran on.
+  std::vector<cuda::Stream> caller_streams;
+  std::vector<cuda::Stream> used_streams;
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, std::unique_ptr<NodeTask>> not_ready;
   std::unordered_map<Node*, ExecInfo> exec_info;
@@ -115,6 +123,38 @@ void init_to_execute(GraphTask& task, Node* root, const edge_list& outputs) {
       }
     }
   }
+}
+
+// Note [Backward streams]
+// A Node's CUDA work runs on the stream its forward ran on: the stream that was current on the
+// device when the Node's input metadata was recorded (InputMetadata::stream), as in PyTorch.
+// When a gradient made on one stream goes to a Node that runs on another, the consumer's stream
+// waits for the producer's (an event), and when the backward is done the caller's current
+// stream waits for every stream the backward used, so that the caller reads the gradients in
+// stream order. A gradient made by a Node without CUDA inputs (the root's, a CPU Node's) counts
+// as made on the caller's current stream of its device. With one stream, as usual, none of
+// this records an event.
+std::optional<cuda::Stream> node_stream(const Node& fn) {
+  for (uint32_t i = 0; i < fn.num_inputs(); ++i) {
+    const InputMetadata& m = fn.input_metadata(i);
+    if (m.defined && m.device.is_cuda()) return cuda::Stream(m.device.index, m.stream);
+  }
+  return std::nullopt;
+}
+
+cuda::Stream caller_stream(const GraphTask& task, int device) {
+  for (const cuda::Stream& s : task.caller_streams) {
+    if (s.device() == device) return s;
+  }
+  return cuda::default_stream(device);
+}
+
+// `consumer` waits on the device for what is queued on `producer` so far.
+void wait_for(const cuda::Stream& consumer, const cuda::Stream& producer) {
+  if (consumer == producer) return;
+  cuda::Event ready(producer.device());
+  ready.record(producer);
+  ready.block(consumer);
 }
 
 variable_list call_tensor_pre_hooks(Node& fn, variable_list inputs) {
@@ -262,7 +302,15 @@ void evaluate_function(GraphTask& task, const std::shared_ptr<Node>& fn, InputBu
   }
   variable_list outputs;
   bool keep_variables = task.keep_graph || records_as_fallback(*fn);  // Note [Backward under trace]
+  std::optional<cuda::Stream> stream = node_stream(*fn);
   try {
+    std::optional<cuda::StreamGuard> on_stream;
+    if (stream) {
+      on_stream.emplace(*stream);
+      if (std::find(task.used_streams.begin(), task.used_streams.end(), *stream) ==
+          task.used_streams.end())
+        task.used_streams.push_back(*stream);
+    }
     outputs = call_function(task, *fn, std::move(inputs));
   } catch (const std::exception& e) {
     rethrow_with_node(*fn, e);
@@ -273,6 +321,14 @@ void evaluate_function(GraphTask& task, const std::shared_ptr<Node>& fn, InputBu
     const Edge& e = fn->next_edge(i);
     if (!e.is_valid()) continue;
     Node* next = e.function.get();
+    const Tensor& g = outputs[i];
+    if (g.defined() && g.device().is_cuda()) {
+      std::optional<cuda::Stream> consumer = node_stream(*next);
+      if (consumer && consumer->device() == g.device().index) {
+        int d = g.device().index;
+        wait_for(*consumer, stream && stream->device() == d ? *stream : caller_stream(task, d));
+      }
+    }
     int remaining = --task.dependencies.at(next);
     auto it = task.not_ready.find(next);
     if (it == task.not_ready.end()) {
@@ -314,6 +370,8 @@ std::vector<Tensor> run_graph_task(GraphTask& task, const std::shared_ptr<Node>&
     evaluate_function(task, next->fn, std::move(next->inputs));
     next->fn.reset();  // free the Node as soon as this task no longer needs it
   }
+  for (const cuda::Stream& s : task.used_streams)
+    wait_for(caller_stream(task, s.device()), s);
   return std::move(task.captured);
 }
 
@@ -344,6 +402,36 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
   task.captured.resize(outputs.size());
   compute_dependencies(task, root.get());
   if (!outputs.empty() || !accumulate_grad) init_to_execute(task, root.get(), outputs);
+
+  // Note [Device threads]: a backward from CUDA gradients runs on its device's worker thread,
+  // with the caller's thread-local state.
+  int device = -1;
+  for (const Tensor& g : grads) {
+    if (!g.defined() || !g.device().is_cuda()) continue;
+    if (device < 0) device = g.device().index;
+    task.caller_streams.push_back(cuda::current_stream(g.device().index));
+  }
+  if (device >= 0 && !on_device_thread()) {
+    std::vector<Tensor> result;
+    bool grad_enabled = GradMode::is_enabled();
+    bool anomaly = AnomalyMode::is_enabled();
+    LocalDispatchKeySet keys = local_dispatch_keys();
+    TracingState* tracing = current_tracing_state();
+    CallSite site = current_call_site();
+    run_on_device_thread(device, [&] {
+      AutoGradMode grad_mode(grad_enabled);
+      AnomalyModeGuard anomaly_mode(anomaly);
+      struct KeysGuard {
+        LocalDispatchKeySet saved = local_dispatch_keys();
+        ~KeysGuard() { local_dispatch_keys() = saved; }
+      } keys_guard;
+      local_dispatch_keys() = keys;
+      TracingStateGuard trace_state(tracing);
+      CallSiteScope call_site(site);
+      result = run_graph_task(task, root);
+    });
+    return result;
+  }
 
   if (t_reentrant_depth >= kMaxReentrantDepth) {
     std::vector<Tensor> result;

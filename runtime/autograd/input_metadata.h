@@ -4,6 +4,7 @@
 // floating dtype is cast, and anything else is an error naming the Node.
 #pragma once
 
+#include "kiln/runtime/cuda/cuda_stream.h"
 #include "kiln/runtime/tensor.h"
 
 namespace kiln::autograd {
@@ -11,12 +12,17 @@ namespace kiln::autograd {
 struct InputMetadata {
   InputMetadata() = default;  // an input that never receives a gradient
   explicit InputMetadata(const Tensor& t)
-      : sizes(t.sizes()), dtype(t.dtype()), device(t.device()), defined(true) {}
+      : sizes(t.sizes()), dtype(t.dtype()), device(t.device()), defined(true) {
+    if (device.is_cuda()) stream = cuda::current_stream(device.index).handle();
+  }
 
   Shape sizes;
   DType dtype = kFloat32;
   Device device;
   bool defined = false;
+  // CUDA: the stream current on the device when this was recorded, in the forward (Note
+  // [Backward streams] in engine.cpp).
+  void* stream = nullptr;
 };
 
 }  // namespace kiln::autograd
