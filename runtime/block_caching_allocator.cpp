@@ -75,6 +75,8 @@ BlockCachingAllocator::Block* BlockCachingAllocator::new_segment(size_t request,
   void* ptr = source_->allocate(segment);
   if (ptr == nullptr) {
     ++stats_.oom_retries;
+    // Blocks held back for other streams' work count too: wait for that work, then free them.
+    process_pending_frees(/*wait=*/true);
     release_free_segments();
     ptr = source_->allocate(segment);
   }
@@ -101,7 +103,7 @@ void* BlockCachingAllocator::allocate(size_t bytes, StreamId stream) {
   bool small = size <= kSmallRequest;
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.allocations;
-  if (!pending_.empty()) process_pending_frees();
+  if (!pending_.empty()) process_pending_frees(/*wait=*/false);
   Block* b = take_cached(size, small, stream);
   if (b != nullptr) {
     ++stats_.cache_hits;
@@ -137,15 +139,24 @@ void BlockCachingAllocator::free(void* ptr) {
   KILN_CHECK(it != live_.end(), "{}: free of {} which the caching allocator did not hand out",
              source_->name(), ptr);
   Block* b = it->second;
-  live_.erase(it);
   if (!b->uses.empty()) {
+    // Events first: if recording one fails, the block stays live (and the error propagates)
+    // rather than being lost.
     PendingFree p{b, {}};
-    for (StreamId s : b->uses)
-      p.events.push_back(source_->record_event(s));
+    try {
+      for (StreamId s : b->uses)
+        p.events.push_back(source_->record_event(s));
+    } catch (...) {
+      for (void* e : p.events)
+        source_->destroy_event(e);
+      throw;
+    }
+    live_.erase(it);
     b->uses.clear();
     pending_.push_back(std::move(p));
     return;
   }
+  live_.erase(it);
   release_block(b);
 }
 
@@ -172,20 +183,27 @@ void BlockCachingAllocator::release_block(Block* b) {
   pool_of(b).insert(b);
 }
 
-void BlockCachingAllocator::process_pending_frees() {
-  std::vector<PendingFree> still;
-  for (PendingFree& p : pending_) {
+void BlockCachingAllocator::process_pending_frees(bool wait) {
+  // One entry at a time, each removed as it is released: if querying an event throws, what was
+  // released is gone from the list and the rest stays intact.
+  for (size_t i = 0; i < pending_.size();) {
+    PendingFree& p = pending_[i];
+    if (wait) {
+      for (void* e : p.events)
+        source_->wait_event(e);
+    }
     bool done = std::all_of(p.events.begin(), p.events.end(),
                             [&](void* e) { return source_->event_done(e); });
     if (!done) {
-      still.push_back(std::move(p));
+      ++i;
       continue;
     }
-    for (void* e : p.events)
+    PendingFree released = std::move(p);
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    for (void* e : released.events)
       source_->destroy_event(e);
-    release_block(p.block);
+    release_block(released.block);
   }
-  pending_ = std::move(still);
 }
 
 void BlockCachingAllocator::record_stream(void* ptr, StreamId stream) {
@@ -233,7 +251,7 @@ void BlockCachingAllocator::release_free_segments() {
 
 void BlockCachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
-  process_pending_frees();
+  process_pending_frees(/*wait=*/false);
   release_free_segments();
 }
 

@@ -32,7 +32,8 @@ namespace kiln {
 // - record_stream(ptr, s) marks a block as used by kernels on stream s as well (PyTorch's
 //   Tensor.record_stream): when it is freed, an event is recorded on each such stream, and the
 //   block is held back (still counted as allocated) until every event has completed; the pending
-//   blocks are checked at each allocation and at empty_cache().
+//   blocks are checked at each allocation and at empty_cache(), and waited for before an
+//   out-of-memory retry.
 
 // Where the allocator gets its segments from.
 class MemorySource {
@@ -54,6 +55,7 @@ class MemorySource {
     return true;
   }
   virtual void destroy_event(void* event) { (void)event; }
+  virtual void wait_event(void* event) { (void)event; }
 };
 
 struct BlockAllocatorStats {
@@ -124,7 +126,8 @@ class BlockCachingAllocator {
   Block* new_segment(size_t request, size_t size, bool small, StreamId stream);
   void release_free_segments();
   void release_block(Block* b);  // back to its pool, merged with free neighbours
-  void process_pending_frees();  // releases the pending blocks whose events are done
+  // Releases the pending blocks whose events are done (with `wait`, after waiting for them).
+  void process_pending_frees(bool wait);
 
   std::unique_ptr<MemorySource> source_;
   mutable std::mutex mutex_;

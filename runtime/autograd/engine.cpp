@@ -15,6 +15,7 @@
 #include "kiln/runtime/autograd/input_buffer.h"
 #include "kiln/runtime/autograd/node.h"
 #include "kiln/runtime/call_site.h"
+#include "kiln/runtime/cuda/cuda_allocator.h"
 #include "kiln/runtime/cuda/cuda_stream.h"
 #include "kiln/runtime/dispatch_key.h"
 #include "kiln/runtime/error.h"
@@ -321,12 +322,19 @@ void evaluate_function(GraphTask& task, const std::shared_ptr<Node>& fn, InputBu
     const Edge& e = fn->next_edge(i);
     if (!e.is_valid()) continue;
     Node* next = e.function.get();
-    const Tensor& g = outputs[i];
-    if (g.defined() && g.device().is_cuda()) {
+    // Note [Backward streams]: the consumer's stream waits for the gradient's producer, keeps
+    // the gradient's memory from reuse on the producer's stream, and does the accumulation.
+    std::optional<cuda::StreamGuard> on_consumer;
+    if (const Tensor& g = outputs[i]; g.defined() && g.device().is_cuda()) {
       std::optional<cuda::Stream> consumer = node_stream(*next);
-      if (consumer && consumer->device() == g.device().index) {
-        int d = g.device().index;
-        wait_for(*consumer, stream && stream->device() == d ? *stream : caller_stream(task, d));
+      int d = g.device().index;
+      if (consumer && consumer->device() == d) {
+        cuda::Stream producer = stream && stream->device() == d ? *stream : caller_stream(task, d);
+        if (!(producer == *consumer)) {
+          wait_for(*consumer, producer);
+          cuda::record_stream(g, *consumer);
+        }
+        on_consumer.emplace(*consumer);
       }
     }
     int remaining = --task.dependencies.at(next);
@@ -411,7 +419,10 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
     if (device < 0) device = g.device().index;
     task.caller_streams.push_back(cuda::current_stream(g.device().index));
   }
-  if (device >= 0 && !on_device_thread()) {
+  // A backward inside a backward (a checkpoint's) runs where its caller runs, also on the
+  // overflow thread below, which is not a device worker: handing it to the worker, which waits
+  // for that thread, would deadlock.
+  if (device >= 0 && !on_device_thread() && t_current_task == nullptr) {
     std::vector<Tensor> result;
     bool grad_enabled = GradMode::is_enabled();
     bool anomaly = AnomalyMode::is_enabled();
@@ -437,14 +448,18 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
     std::vector<Tensor> result;
     std::exception_ptr error;
     bool grad_enabled = GradMode::is_enabled();
-    // The worker continues this thread's backward: same grad mode, dispatch keys and trace
-    // (Note [Backward under trace]), all thread-local.
+    bool anomaly = AnomalyMode::is_enabled();
+    // The worker continues this thread's backward: same grad mode, anomaly mode, dispatch keys,
+    // trace (Note [Backward under trace]) and call site, all thread-local.
     LocalDispatchKeySet keys = local_dispatch_keys();
     TracingState* tracing = current_tracing_state();
+    CallSite site = current_call_site();
     std::thread worker([&] {
       GradMode::set_enabled(grad_enabled);
+      AnomalyMode::set_enabled(anomaly);
       local_dispatch_keys() = keys;
       TracingStateGuard trace_state(tracing);
+      CallSiteScope call_site(site);
       try {
         result = run_graph_task(task, root);
       } catch (...) {

@@ -54,6 +54,10 @@ class DeviceMemory final : public MemorySource {
     cuda::check(r, "cuEventQuery");
     return true;
   }
+  void wait_event(void* event) override {
+    cuda::check(cuda::api("cuda allocator").cuEventSynchronize(static_cast<CUevent>(event)),
+                "cuEventSynchronize");
+  }
   void destroy_event(void* event) override {
     cuda::check(cuda::api("cuda allocator").cuEventDestroy_v2(static_cast<CUevent>(event)),
                 "cuEventDestroy");

@@ -23,15 +23,10 @@ namespace {
 
 namespace cg = codegen::cuda;
 
-void check_same_device(const OpDef& op, const Tensor& t, const Tensor& out) {
-  KILN_CHECK(t.device() == out.device(), "{}: expected all tensors on {}, got one on {}", op.name,
-             out.device(), t.device());
-}
-
 // Over the CPU kernel's row form (index_reduction_rows).
 void index_reduce(const OpDef& op, bool is_max, const Tensor& input, const DimIndexAttrs& a,
                   const Tensor* values, const Tensor& indices) {
-  check_same_device(op, input, indices);
+  check_same_device(op, std::span<const Tensor>(&input, 1), indices);
   IndexReductionRows f = index_reduction_rows(op, input, a.dim);
   const Tensor& rows = f.rows;
   int64_t outer = f.outer, r = f.r;
@@ -70,8 +65,7 @@ void nll_loss_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                           std::span<const Tensor> inputs, const void* attrs) {
   const auto& a = attrs_as<NllLossAttrs>(attrs);
   const Tensor& out = outputs[0];
-  check_same_device(op, inputs[0], out);
-  check_same_device(op, inputs[1], out);
+  check_same_device(op, inputs, out);
   Tensor x = inputs[0].contiguous(), target = inputs[1].contiguous();
   long long n = x.dim() == 2 ? x.size(0) : 1;
   long long c = x.size(x.dim() - 1);
@@ -98,7 +92,7 @@ void logsumexp_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                            std::span<const Tensor> inputs, const void* attrs) {
   const auto& a = attrs_as<ReduceAttrs>(attrs);
   const Tensor& out = outputs[0];
-  check_same_device(op, inputs[0], out);
+  check_same_device(op, inputs, out);
   if (out.numel() == 0) return;
   if (inputs[0].numel() == 0) {
     out.fill_(-std::numeric_limits<double>::infinity());
@@ -117,7 +111,7 @@ void var_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                      std::span<const Tensor> inputs, const void* attrs) {
   const auto& a = attrs_as<VarAttrs>(attrs);
   const Tensor& out = outputs[0];
-  check_same_device(op, inputs[0], out);
+  check_same_device(op, inputs, out);
   if (out.numel() == 0) return;
   Tensor x = inputs[0].to(kFloat64);
   auto n = static_cast<double>(x.numel() / out.numel());

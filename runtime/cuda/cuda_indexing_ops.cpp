@@ -21,13 +21,6 @@ namespace {
 
 namespace cg = codegen::cuda;
 
-void check_same_device(const OpDef& op, std::span<const Tensor> inputs, const Tensor& out) {
-  for (const Tensor& t : inputs) {
-    KILN_CHECK(t.device() == out.device(), "{}: expected all tensors on {}, got one on {}", op.name,
-               out.device(), t.device());
-  }
-}
-
 std::vector<int64_t> strides_of(const Tensor& t) {
   return std::vector<int64_t>(t.strides().begin(), t.strides().end());
 }

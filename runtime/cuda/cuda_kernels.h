@@ -2,9 +2,21 @@
 // (op_table.h) calls them all.
 #pragma once
 
+#include <span>
+
+#include "kiln/runtime/error.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/tensor.h"
 
 namespace kiln {
+
+// The eager CUDA kernels' device check: every input on the output's device.
+inline void check_same_device(const OpDef& op, std::span<const Tensor> inputs, const Tensor& out) {
+  for (const Tensor& t : inputs) {
+    KILN_CHECK(t.device() == out.device(), "{}: expected all tensors on {}, got one on {}", op.name,
+               out.device(), t.device());
+  }
+}
 
 // Every op with an expression, their in-place twins, fill_, full and copy_
 // (cuda_pointwise_ops.cpp).

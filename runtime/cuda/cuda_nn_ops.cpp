@@ -17,11 +17,6 @@ namespace {
 
 namespace cg = codegen::cuda;
 
-void check_same_device(const OpDef& op, const Tensor& t, const Tensor& out) {
-  KILN_CHECK(t.device() == out.device(), "{}: expected all tensors on {}, got one on {}", op.name,
-             out.device(), t.device());
-}
-
 // Blocks for `rows` rows: one each, or one per kEagerNormalizationWarpRows for the
 // warp-per-row entry.
 int64_t blocks_for(int entry, int64_t rows) {
@@ -33,7 +28,7 @@ void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                          std::span<const Tensor> inputs, const void* attrs) {
   const Tensor& x = inputs[0];
   const Tensor& out = outputs[0];
-  check_same_device(op, x, out);
+  check_same_device(op, inputs, out);
   int64_t nd = x.dim();
   int64_t dim = wrap_dim(op.name, attrs_as<SoftmaxAttrs>(attrs).dim, nd);
   if (out.numel() == 0) return;
@@ -68,8 +63,7 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                             std::span<const Tensor> inputs, const void* attrs) {
   const auto& a = attrs_as<LayerNormAttrs>(attrs);
   const Tensor& out = outputs[0];
-  for (const Tensor& t : inputs)
-    check_same_device(op, t, out);
+  check_same_device(op, inputs, out);
   if (out.numel() == 0) return;
   Tensor x = inputs[0].contiguous();
   // The kernel reads the affine tensors in the compute dtype, as the CPU kernel converts them:

@@ -136,8 +136,16 @@ void pointwise_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
     const Tensor& src = inputs[is_copy(op) ? 1 : 0];
     if (src.device() == out.device() && src.dtype() == out.dtype() && src.sizes() == out.sizes() &&
         src.is_contiguous() && out.is_contiguous()) {
-      cuda::copy_between_devices(out, src);
-      return;
+      // A memcpy's ranges must not overlap: a copy onto itself is nothing to do, and a partly
+      // overlapping one (x[1:].copy_(x[:-1])) takes the elementwise kernel, as before.
+      auto* a = static_cast<const char*>(out.impl()->data());
+      auto* b = static_cast<const char*>(src.impl()->data());
+      auto bytes = static_cast<ptrdiff_t>(out.numel() * static_cast<int64_t>(out.element_size()));
+      if (a == b) return;
+      if (a + bytes <= b || b + bytes <= a) {
+        cuda::copy_between_devices(out, src);
+        return;
+      }
     }
   }
   std::vector<MetaRef> metas;

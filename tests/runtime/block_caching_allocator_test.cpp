@@ -4,6 +4,7 @@
 // stream separation, the out-of-memory retry and the statistics are all checked in CI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -264,9 +265,22 @@ struct HostStreams {
 };
 class StreamedHostSource final : public kiln::MemorySource {
  public:
-  explicit StreamedHostSource(HostStreams* streams) : streams_(streams) {}
-  void* allocate(size_t bytes) override { return std::aligned_alloc(4096, bytes); }
-  void release(void* ptr, size_t) override { std::free(ptr); }
+  explicit StreamedHostSource(HostStreams* streams, size_t capacity = 64 * kMiB)
+      : streams_(streams), capacity_(capacity) {}
+  void* allocate(size_t bytes) override {
+    if (outstanding_ + bytes > capacity_) return nullptr;
+    outstanding_ += bytes;
+    return std::aligned_alloc(4096, bytes);
+  }
+  void release(void* ptr, size_t bytes) override {
+    outstanding_ -= bytes;
+    std::free(ptr);
+  }
+  // Waiting for an event finishes its stream's work up to it.
+  void wait_event(void* event) override {
+    auto* e = static_cast<std::pair<uintptr_t, int>*>(event);
+    streams_->finished[e->first] = std::max(streams_->finished[e->first], e->second);
+  }
   std::string name() const override { return "test host memory"; }
   void* record_event(uintptr_t stream) override {
     return new std::pair<uintptr_t, int>(stream, streams_->queued[stream]);
@@ -281,6 +295,8 @@ class StreamedHostSource final : public kiln::MemorySource {
 
  private:
   HostStreams* streams_;
+  size_t capacity_;
+  size_t outstanding_ = 0;
 };
 
 TEST(BlockCachingAllocator, ABlockUsedOnAnotherStreamWaitsForItsWorkBeforeReuse) {
@@ -311,6 +327,24 @@ TEST(BlockCachingAllocator, ABlockUsedOnAnotherStreamWaitsForItsWorkBeforeReuse)
   EXPECT_EQ(alloc.pending_frees(), 0u);
   int not_handed_out = 0;
   EXPECT_THROW(alloc.record_stream(&not_handed_out, 2), kiln::Error);
+}
+
+// Out of memory while a block waits for another stream: the allocator waits for that stream's
+// work, frees the block, and the retry succeeds.
+TEST(BlockCachingAllocator, OutOfMemoryWaitsForPendingBlocksBeforeFailing) {
+  HostStreams streams;
+  BlockCachingAllocator alloc(
+      std::make_unique<StreamedHostSource>(&streams, /*capacity=*/4 * kMiB));
+  void* big = alloc.allocate(4 * kMiB, 1);
+  alloc.record_stream(big, 2);
+  streams.queued[2] = 1;
+  alloc.free(big);
+  ASSERT_EQ(alloc.pending_frees(), 1u);
+  void* again = alloc.allocate(4 * kMiB, 1);  // needs the pending segment's memory
+  EXPECT_EQ(alloc.pending_frees(), 0u);
+  EXPECT_EQ(streams.finished[2], 1) << "the retry waited for stream 2";
+  EXPECT_EQ(alloc.stats().oom_retries, 1);
+  alloc.free(again);
 }
 
 }  // namespace

@@ -99,6 +99,18 @@ TEST(CudaAutograd, NodesRunOnTheirForwardStreamAndTheCallerWaitsForThem) {
   std::vector<float> got = host(x.grad()), xs = host(x);
   for (size_t i = 0; i < got.size(); i += 4099)
     EXPECT_FLOAT_EQ(got[i], 3 * std::exp(xs[i])) << i;
+  // Two gradients into one input, both made on `side`: they are summed on `side` too.
+  Tensor w = kiln::randn({1 << 20}).to(kGpu).requires_grad_();
+  kiln::cuda::synchronize(0);
+  Tensor loss;
+  {
+    kiln::cuda::StreamGuard on_side(side);
+    loss = kiln::sum(w * w);
+  }
+  loss.backward();
+  std::vector<float> gw = host(w.grad()), ws = host(w);
+  for (size_t i = 0; i < gw.size(); i += 4099)
+    EXPECT_FLOAT_EQ(gw[i], 2 * ws[i]) << i;
 }
 
 TEST(CudaAutograd, RecordStreamHoldsMemoryUntilTheOtherStreamsWorkIsDone) {
