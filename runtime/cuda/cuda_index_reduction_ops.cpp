@@ -32,11 +32,7 @@ void index_reduce(const OpDef& op, bool is_max, const Tensor& input, const DimIn
   int64_t outer = f.outer, r = f.r;
   DType compute = f.compute;
   if (outer == 0 || r == 0) return;
-  Tensor vals;
-  if (values != nullptr) {
-    vals = values->dtype() == compute ? *values
-                                      : empty_tensor(values->sizes(), compute, values->device());
-  }
+  Tensor vals = index_reduction_values(compute, values);
   cuda::OpDTypeKey key{&op, compute, kInt64, indices.device().index};
   auto kernel = cuda::op_dtype_kernels().get(
       key, key.device, 3, [&] { return cg::eager_index_reduce_source(compute, is_max); });

@@ -122,6 +122,12 @@ IndexReductionRows index_reduction_rows(const OpDef& op, const Tensor& input,
   return f;
 }
 
+Tensor index_reduction_values(DType compute, const Tensor* values) {
+  if (values == nullptr) return Tensor();
+  return values->dtype() == compute ? *values
+                                    : empty_tensor(values->sizes(), compute, values->device());
+}
+
 namespace {
 
 // Row form over [kept, r] for the dim (or every dim): values (optional) and indices.
@@ -133,11 +139,7 @@ void index_reduce(const OpDef& op, const Tensor& input, const DimIndexAttrs& a,
   int64_t outer = f.outer, r = f.r;
   DType compute = f.compute;
   if (outer == 0 || r == 0) return;
-  Tensor vals;
-  if (values != nullptr) {
-    vals = values->dtype() == compute ? *values
-                                      : empty_tensor(values->sizes(), compute, values->device());
-  }
+  Tensor vals = index_reduction_values(compute, values);
   auto run = [&]<class T>() {
     const T* src = rows.data_ptr<T>();
     T* vout = values != nullptr ? vals.data_ptr<T>() : nullptr;

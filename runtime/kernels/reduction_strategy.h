@@ -63,6 +63,10 @@ struct IndexReductionRows {
 // `dim` is the op's optional dim (wrapped here); empty rows give outer or r 0.
 IndexReductionRows index_reduction_rows(const OpDef& op, const Tensor& input,
                                         std::optional<int64_t> dim);
+// Where an index reduction writes its values: the values output itself when it has the compute
+// dtype, else a temporary of the compute dtype that the caller copies back (undefined without a
+// values output).
+Tensor index_reduction_values(DType compute, const Tensor* values);
 
 template <class T, class R>
 void reduce_row_form(const R& r, const T* x, T* out, int64_t outer, int64_t r_size) {
