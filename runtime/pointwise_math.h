@@ -105,23 +105,75 @@ KILN_ALWAYS_INLINE V exp_poly_normal(V x) {
   return p * exp2i(n);
 }
 
+// p * 2^n for a normal p near 1 and an integer-valued n in [-151, 129], rounded once as a correctly
+// rounded scaling is, into the denormals or to inf: 2^n is applied as two exact factors,
+// 2^(n - 64) * 2^64 for n >= 0 and 2^(n + 64) * 2^-64 for n < 0. p * 2^(n -+ 64) is a normal float
+// times a power of two (exact), and the last multiply rounds.
+template <class V>
+KILN_ALWAYS_INLINE V scale_by_exp2i(V p, V n) {
+  auto neg = n < V(0);
+  return p * exp2i(n - select(neg, V(-64), V(64))) * select(neg, V(0x1p-64), V(0x1p64));
+}
+
 // exp for every x. The input is clamped to [-104, 89], where n lies in [-150, 128]: below -104
-// exp rounds to 0 and above 89 it overflows, and the clamped input gives the same results. 2^n is
-// applied as two exact factors, 2^(n - 64) * 2^64 for n >= 0 and 2^(n + 64) * 2^-64 for n < 0:
-// p * 2^(n -+ 64) is a normal float times a power of two (exact), and the last multiply rounds
-// once, into the denormals or to inf, as a correctly rounded scaling does. NaN fails both clamp
-// comparisons and propagates through the arithmetic.
+// exp rounds to 0 and above 89 it overflows, and the clamped input gives the same results.
+// scale_by_exp2i applies 2^n. NaN fails both clamp comparisons and propagates through the
+// arithmetic.
 template <class V>
 KILN_ALWAYS_INLINE V exp_poly(V x) {
   V xc = select(x < V(-104), V(-104), x);
   xc = select(V(89) < xc, V(89), xc);
   auto [p, n] = exp_poly_reduce(xc);
-  auto neg = n < V(0);
-  return p * exp2i(n - select(neg, V(-64), V(64))) * select(neg, V(0x1p-64), V(0x1p64));
+  return scale_by_exp2i(p, n);
 }
 
 KILN_ALWAYS_INLINE float exp(float x) {
   return exp_poly(x);
+}
+
+// 2^y = 2^r 2^n with n = round(y) and r = y - n (exact) in [-1/2, 1/2], 2^r = 1 + r Q(r), Q of
+// degree 4 fitted to minimize the relative error (9.1e-8, 2 float ulp at worst with the
+// roundings) by scripts/fit_math_coefficients.py; integer powers of two are exact. For arguments
+// already in base 2 (a fitted log2, or an exponent folded with log2 e), this skips exp's reduction
+// of x by n ln 2, five multiply-adds: that keeps erf, tanh and the gelus near the memory
+// bandwidth on two cores. This part computes 2^r.
+template <class V>
+KILN_ALWAYS_INLINE V exp2_poly_fraction(V r) {
+  V q = V(1.32647145e-3);
+  q = q * r + V(9.67151392e-3);
+  q = q * r + V(5.55073395e-2);
+  q = q * r + V(2.40222424e-1);
+  q = q * r + V(6.93147004e-1);
+  return q * r + V(1);
+}
+
+// 2^y for y in [-126, 128], which callers ensure (n = 128 gives inf): one scaling by 2^n.
+template <class V>
+KILN_ALWAYS_INLINE V exp2_poly_normal(V y) {
+  V n = round_int(y);
+  return exp2_poly_fraction(y - n) * exp2i(n);
+}
+
+// 2^y for every y: clamped to [-151, 129], where 2^y already rounds to 0 or overflows, and
+// scaled as exp_poly is. NaN fails both clamp comparisons and propagates.
+template <class V>
+KILN_ALWAYS_INLINE V exp2_poly(V y) {
+  V yc = select(y < V(-151), V(-151), y);
+  yc = select(V(129) < yc, V(129), yc);
+  V n = round_int(yc);
+  return scale_by_exp2i(exp2_poly_fraction(yc - n), n);
+}
+
+KILN_ALWAYS_INLINE float exp2(float y) {
+  return exp2_poly(y);
+}
+inline double exp2(double y) {
+  return std::exp2(y);
+}
+template <class T>
+requires std::is_integral_v<T>
+double exp2(T y) {
+  return std::exp2(static_cast<double>(y));
 }
 
 // exp(x) for the terms of a sum whose largest term is exp(0) = 1, as in log-sum-exp and the
@@ -204,14 +256,19 @@ double log(T x) {
 }
 
 // tanh with float accuracy: x (1 + x^2 q(x^2)) for |x| < 0.625, q of degree 4 fitted to minimize
-// the relative error there (4.4e-9), 1 - 2 / (exp(2|x|) + 1) with x's sign above (no cancellation
-// there). |x| is clamped to 10 for the exp, where that formula already rounds to 1, so exp needs no
-// range handling; NaN fails the clamp comparison and propagates.
+// the relative error there (4.4e-9), 1 - 2 / (e + 1) with e = exp(2|x|) and x's sign above (no
+// cancellation there). e is exp2_poly_normal(2 log2(e) |x|): rounding the folded product costs at
+// most half an ulp of its exponent, and 1 - 2 / (e + 1) damps e's relative error by
+// 2e / (e + 1)^2 <= 0.35. The product is clamped to 2 log2(e) 10 (|x| = 10, where that formula
+// already rounds to 1), so exp2 needs no range handling; NaN fails the clamp comparison and
+// propagates. The clamp comes after the multiply so that the product is rounded before the adds
+// that use it: a multiply feeding two adds is fused into both by GCC and into neither by LLVM
+// (Note [LLVM agrees with the interpreter]).
 template <class V>
 KILN_ALWAYS_INLINE V tanh_poly(V x) {
   V a = abs(x);
-  V ac = select(V(10) < a, V(10), a);
-  V e = exp_poly_normal(V(2) * ac);
+  V y = V(2.8853900817779268147) * a;
+  V e = exp2_poly_normal(select(V(28.853900817779268147) < y, V(28.853900817779268147), y));
   V big = V(1) - V(2) / (e + V(1));
   V z = x * x;
   V q = V(-5.70499618e-03);
@@ -237,13 +294,15 @@ double tanh(T x) {
 
 // erf with float accuracy, both branches computed and one selected per lane:
 // - |x| < 1: x q(x^2), q of degree 5 fitted to minimize the relative error of erf there;
-// - |x| >= 1: 1 - exp(P(|x| - 2.5)) with x's sign, P of degree 6 fitted to log(erfc) on [1, 4]
-//   and weighted by erfc (the error it leaves in erf is 1e-9, against a float ulp of 6e-8).
-// |x| is clamped to 4, where erf already rounds to 1 in float, so exp's argument stays in
-// [-18, -1.8] and needs no range handling; NaN fails the clamp comparison and propagates. The
-// coefficients come from scripts/fit_erf_coefficients.py. There is no division: the earlier
+// - |x| >= 1: 1 - 2^P(|x| - 2.5) with x's sign, P of degree 6 fitted to log2(erfc) on [1, 4]
+//   and weighted by erfc ln 2 (the error it leaves in erf is 1e-9, against a float ulp of 6e-8).
+//   2^P is exp2_poly_normal, whose relative error erfc <= 0.16 scales down to a fraction of an
+//   ulp of erf.
+// |x| is clamped to 4, where erf already rounds to 1 in float, so P stays in [-26, -2.6] and
+// needs no range handling; NaN fails the clamp comparison and propagates. The
+// coefficients come from scripts/fit_math_coefficients.py. There is no division: the earlier
 // erfc form (1 / (1 + p|x|), Abramowitz & Stegun 7.1.26) kept erf compute bound at 0.55 of the
-// copy bandwidth on AVX2.
+// copy bandwidth on AVX2, and fitting log2 rather than log saves exp's range reduction.
 template <class V>
 KILN_ALWAYS_INLINE V erf_poly(V x) {
   V a = abs(x);
@@ -257,14 +316,14 @@ KILN_ALWAYS_INLINE V erf_poly(V x) {
   q = q * z + V(1.12837911);
   V small = q * x;
   V u = ac - V(2.5);
-  V p = V(1.85577519e-4);
-  p = p * u + V(-1.55977978e-4);
-  p = p * u + V(2.45783129e-3);
-  p = p * u + V(-1.07177217e-2);
-  p = p * u + V(-9.43885326e-1);
-  p = p * u + V(-5.35269403);
-  p = p * u + V(-7.80681801);
-  V big = V(1) - exp_poly_normal(p);
+  V p = V(2.67731783e-4);
+  p = p * u + V(-2.25028663e-4);
+  p = p * u + V(3.54590081e-3);
+  p = p * u + V(-1.54624041e-2);
+  p = p * u + V(-1.36173868);
+  p = p * u + V(-7.72230482);
+  p = p * u + V(-11.2628574);
+  V big = V(1) - exp2_poly_normal(p);
   return select(a < V(1), small, select(x < V(0), -big, big));
 }
 
@@ -278,6 +337,55 @@ template <class T>
 requires std::is_integral_v<T>
 double erf(T x) {
   return std::erf(static_cast<double>(x));
+}
+
+// The normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2 with an absolute error under 1e-7, for
+// gelu. It is evaluated the way erf_poly evaluates erf, with the scalings folded into the fits of
+// scripts/fit_math_coefficients.py rather than applied around erf:
+// - |x| < 1: Phi = 1/2 + x r(x^2), r of degree 4 fitted to minimize the error relative to
+//   Phi(-|x|), the smaller of the two values it gives;
+// - |x| >= 1: t = Phi(-|x|) = 2^R(|x| - 2), R of degree 6 fitted to log2 Phi(-a) on
+//   [1, 4 sqrt 2] weighted by Phi(-a) ln 2, and Phi = t for x < 0, 1 - t above.
+// For x < 0 that is t itself, not 1 + erf with erf near -1, so the negative tail does not cancel:
+// gelu is within 11 ulp down to x = -3 (where 1 + erf would lose 200), 1% at worst below. |x| is
+// clamped to 4 sqrt 2, where 1 - t rounds to 1; below -4 sqrt 2, Phi(x) < 8e-9 is taken as 0 (so
+// gelu is -0 there, as 0.5 x (1 + erf) rounds, and NaN at -inf). NaN fails the comparisons and
+// propagates.
+template <class V>
+KILN_ALWAYS_INLINE V ndtr_poly(V x) {
+  V a = abs(x);
+  V z = x * x;
+  V r = V(9.15127675e-5);
+  r = r * z + V(-1.16311584e-3);
+  r = r * z + V(9.96239763e-3);
+  r = r * z + V(-6.64881989e-2);
+  r = r * z + V(3.98942143e-1);
+  V small = V(0.5) + x * r;
+  auto beyond = V(5.65685424949238019520) < a;
+  V u = select(beyond, V(5.65685424949238019520), a) - V(2);
+  V p = V(3.88020308e-5);
+  p = p * u + V(-3.56597389e-4);
+  p = p * u + V(2.37085368e-3);
+  p = p * u + V(-1.42672379e-2);
+  p = p * u + V(-6.38911784e-1);
+  p = p * u + V(-3.42382693);
+  p = p * u + V(-5.45798159);
+  V t = exp2_poly_normal(p);
+  V big = select(x < V(0), select(beyond, V(0), t), V(1) - t);
+  return select(a < V(1), small, big);
+}
+
+KILN_ALWAYS_INLINE float ndtr(float x) {
+  return ndtr_poly(x);
+}
+// In double, erfc of -x / sqrt 2 keeps the negative tail's relative accuracy.
+inline double ndtr(double x) {
+  return std::erfc(x * -0.70710678118654752440) * 0.5;
+}
+template <class T>
+requires std::is_integral_v<T>
+double ndtr(T x) {
+  return ndtr(static_cast<double>(x));
 }
 
 // ---- op math ----
@@ -364,22 +472,23 @@ template <class V>
 KILN_ALWAYS_INLINE V erf_(V x) {
   return erf(x);
 }
-// gelu(approximate="none"): x * Phi(x) with the exact normal CDF.
+// gelu(approximate="none"): x Phi(x) with the exact normal CDF.
 template <class V>
 KILN_ALWAYS_INLINE V gelu_erf(V x) {
-  return V(0.5) * x * (V(1) + erf(x * V(0.70710678118654752440)));
+  return x * ndtr(x);
 }
 // gelu(approximate="tanh"): 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed
 // as x / (1 + exp(-2u)), since (1 + tanh(u)) / 2 = sigmoid(2u). That is one exp and one division
-// where tanh costs an exp, a division and a polynomial (gelu ran at 0.48 of the copy bandwidth
-// through tanh, compute bound), and it keeps its relative accuracy in the negative tail, where
-// 1 + tanh(u) cancels. For x -> -inf, exp overflows to inf and the quotient is -0, as 0.5 x (1 +
-// -1) is; NaN propagates through the arithmetic. -2u is evaluated as x (c1 + c3 x^2), two
-// operations fewer than the textbook nesting.
+// where tanh costs an exp, a division and a polynomial, and it keeps its relative accuracy in the
+// negative tail, where 1 + tanh(u) cancels. exp(-2u) is exp2 of -2u log2(e), evaluated as
+// x (c1 + c3 x^2) with log2(e) folded into the constants: that rounding is an error of a few ulp
+// of |2u| in the exponent, as the float rounding of u itself already is, and it saves exp's
+// reduction. For x -> -inf, exp2 overflows to inf and the quotient is -0, as 0.5 x (1 + -1) is;
+// NaN propagates through the arithmetic.
 template <class V>
 KILN_ALWAYS_INLINE V gelu_tanh(V x) {
-  V minus_2u = x * (V(-1.5957691216057307118) + V(-0.07135481627260025) * (x * x));
-  return x / (V(1) + exp(minus_2u));
+  V y = x * (V(-2.3022081981443248891) + V(-0.10294323958002348742) * (x * x));
+  return x / (V(1) + exp2(y));
 }
 template <class V>
 KILN_ALWAYS_INLINE V silu(V x) {

@@ -52,7 +52,24 @@ enum class ExprKind : uint8_t {
 
 // The primitives of runtime/pointwise_math.h. Each evaluates exactly as that header's overload
 // for the operand's dtype does (e.g. Exp on Float32 is kiln::math::exp(float)).
-enum class UnaryOp : uint8_t { Neg, Abs, Exp, Log, Log1p, Expm1, Sqrt, Sin, Cos, Tanh, Erf, Not };
+// Exp2 and Ndtr (the normal CDF) are the pieces gelu is written with (kiln::math::gelu_erf and
+// gelu_tanh); they come after Not so that the older ops keep their numbers.
+enum class UnaryOp : uint8_t {
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Log1p,
+  Expm1,
+  Sqrt,
+  Sin,
+  Cos,
+  Tanh,
+  Erf,
+  Not,
+  Exp2,
+  Ndtr
+};
 // Arithmetic ops take and give the operands' dtype; comparisons give Bool; And/Or take Bool.
 // Div on integers truncates (index arithmetic); Rem is the matching remainder.
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Pow, Max, Min, Eq, Ne, Lt, Le, And, Or };
@@ -223,6 +240,8 @@ Val sin(Val x);
 Val cos(Val x);
 Val tanh(Val x);
 Val erf(Val x);
+Val exp2(Val x);
+Val ndtr(Val x);
 Val pow(Val a, Val b);
 Val cast(Val x, DType dtype);
 // x converted as the eager pointwise kernels convert an operand: to the op's result dtype

@@ -150,6 +150,17 @@ llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryO
     case UnaryOp::Erf:
       if (f32) return kiln::math::erf_poly(IRVal(x)).get();
       return call_libm(b, m, "erff", "erf", t, x);
+    case UnaryOp::Exp2:
+      if (f32) return kiln::math::exp2_poly(IRVal(x)).get();
+      return call_libm(b, m, "exp2f", "exp2", t, x);
+    case UnaryOp::Ndtr: {
+      if (f32) return kiln::math::ndtr_poly(IRVal(x)).get();
+      // kiln::math::ndtr(double): erfc(x * -1/sqrt 2) * 0.5.
+      llvm::Value* scaled =
+          b.CreateFMul(x, llvm::ConstantFP::get(x->getType(), -0.70710678118654752440));
+      return b.CreateFMul(call_libm(b, m, "erfcf", "erfc", t, scaled),
+                          llvm::ConstantFP::get(x->getType(), 0.5));
+    }
     case UnaryOp::Log:
       if (f32) return kiln::math::log_poly(IRVal(x)).get();
       return call_libm(b, m, "logf", "log", t, x);

@@ -56,7 +56,7 @@ struct Check {
 
 template <class Cuda, class Eager>
 Check check(Cuda cuda, Eager eager, double (*ref)(double), const std::vector<float>& xs,
-            double min_result) {
+            double min_result, double abs_tol = 2e-45) {
   Check c;
   for (float x : xs) {
     float y = cuda(x);
@@ -64,13 +64,13 @@ Check check(Cuda cuda, Eager eager, double (*ref)(double), const std::vector<flo
     if (std::isnan(r) || std::fabs(r) >= min_result)
       c.vs_libm = std::max(c.vs_libm, ulp_distance(y, static_cast<float>(r)));
     else
-      EXPECT_LE(std::fabs(y - r), 2e-45) << "x = " << x;
+      EXPECT_LE(std::fabs(y - r), abs_tol) << "x = " << x;
     c.vs_eager = std::max(c.vs_eager, ulp_distance(y, eager(x)));
   }
   return c;
 }
 
-TEST(CudaPreambleOnHost, ExpLogTanhErfAreTheEagerPolynomials) {
+TEST(CudaPreambleOnHost, ExpLogTanhErfExp2NdtrAreTheEagerPolynomials) {
   Check e = check(
       kiln_exp_f32, [](float x) { return kiln::math::exp(x); },
       [](double x) { return std::exp(x); }, sweep(110.0f),
@@ -93,12 +93,23 @@ TEST(CudaPreambleOnHost, ExpLogTanhErfAreTheEagerPolynomials) {
       kiln_erf_f32, [](float x) { return kiln::math::erf(x); },
       [](double x) { return std::erf(x); }, sweep(10.0f), 0);
   EXPECT_LE(f.vs_libm, 4);
+  Check e2 = check(
+      kiln_exp2_f32, [](float x) { return kiln::math::exp2(x); },
+      [](double x) { return std::exp2(x); }, sweep(160.0f),
+      static_cast<double>(std::numeric_limits<float>::min()));
+  EXPECT_LE(e2.vs_libm, 2);
+  // ndtr (gelu's normal CDF): a few ulp of the results from 1/2 up, 1e-7 absolute below.
+  Check n = check(
+      kiln_ndtr_f32, [](float x) { return kiln::math::ndtr(x); },
+      [](double x) { return std::erfc(-x / std::sqrt(2.0)) / 2; }, sweep(10.0f), 0.5, 1e-7);
+  EXPECT_LE(n.vs_libm, 4);
   // The same template: only the compilers' multiply-add contraction may differ.
-  for (const Check* c : {&e, &l, &t, &f})
+  for (const Check* c : {&e, &l, &t, &f, &e2, &n})
     EXPECT_LE(c->vs_eager, 2);
   std::cout << "ulps vs libm / vs eager: exp " << e.vs_libm << "/" << e.vs_eager << ", log "
             << l.vs_libm << "/" << l.vs_eager << ", tanh " << t.vs_libm << "/" << t.vs_eager
-            << ", erf " << f.vs_libm << "/" << f.vs_eager << "\n";
+            << ", erf " << f.vs_libm << "/" << f.vs_eager << ", exp2 " << e2.vs_libm << "/"
+            << e2.vs_eager << ", ndtr " << n.vs_libm << "/" << n.vs_eager << "\n";
 }
 
 TEST(CudaPreambleOnHost, MaxMinPropagateNaNFromEitherSide) {

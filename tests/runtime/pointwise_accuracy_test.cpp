@@ -10,6 +10,7 @@
 
 #include "float_accuracy.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/pointwise_math.h"
 #include "test_util.h"
 
 namespace {
@@ -120,9 +121,55 @@ TEST(PointwiseAccuracy, SigmoidSiluGeluFloat32) {
   Worst e = measure([](const Tensor& t) { return kiln::gelu(t); },
                     [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, sweep(20.0f),
                     0.1, 2e-6);
-  EXPECT_LE(e.ulps, 64) << "gelu(erf) worst at x = " << e.at;
+  EXPECT_LE(e.ulps, 16) << "gelu(erf) worst at x = " << e.at;
   std::cout << "sigmoid: max " << s.ulps << " ulp; gelu(tanh): max " << g_worst
             << " ulp (relative, at x = " << g_at << "); gelu(none): max " << e.ulps << " ulp\n";
+}
+
+// gelu(erf)'s negative tail, x in [-3, -1] (results from -0.16 down to -0.004): Phi(x) is computed
+// directly there (kiln::math::ndtr), not as 1 + erf(x / sqrt 2) with erf near -1, so the error
+// stays relative instead of growing with the cancellation (by 200x at x = -3).
+TEST(PointwiseAccuracy, GeluErfNegativeTailKeepsItsRelativeAccuracy) {
+  std::vector<float> xs;
+  for (float x = -3.0f; x <= -1.0f; x = std::nextafter(x, 0.0f))
+    xs.push_back(x);
+  std::vector<float> y =
+      kiln::gelu(kiln::from_vector(xs, {static_cast<int64_t>(xs.size())})).to_vector<float>();
+  int64_t worst = 0;
+  float at = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double x = xs[i];
+    auto want = static_cast<float>(0.5 * x * std::erfc(-x / std::sqrt(2.0)));
+    int64_t d = ulp_distance(y[i], want);
+    if (d > worst) worst = d, at = xs[i];
+  }
+  EXPECT_LE(worst, 16) << "worst at x = " << at;
+  std::cout << "gelu(none) on [-3, -1]: max " << worst << " ulp (at x = " << at << ")\n";
+}
+
+// The float32 exp2 that gelu(tanh) is written with: within 2 ulp of libm over every binade of
+// its result, denormals by absolute error; 0, inf and NaN at the ends.
+TEST(PointwiseAccuracy, Exp2Float32) {
+  int64_t worst = 0;
+  float at = 0;
+  for (float y : sweep(160.0f)) {
+    float got = kiln::math::exp2(y);
+    double want = std::exp2(static_cast<double>(y));
+    if (std::isnan(y)) {
+      EXPECT_TRUE(std::isnan(got));
+      continue;
+    }
+    if (want < static_cast<double>(std::numeric_limits<float>::min())) {
+      EXPECT_LE(std::fabs(got - want), 2e-45) << "y = " << y;
+      continue;
+    }
+    int64_t d = ulp_distance(got, static_cast<float>(want));
+    if (d > worst) worst = d, at = y;
+  }
+  EXPECT_EQ(kiln::math::exp2(3.0f), 8.0f);
+  EXPECT_EQ(kiln::math::exp2(-126.0f), std::numeric_limits<float>::min());
+  EXPECT_LE(worst, 2) << "worst at y = " << at;
+  std::cout << "exp2: max " << worst << " ulp (at y = " << at << ")\n";
 }
 
 // Float64 keeps libm: exact agreement with std::exp / std::tanh.

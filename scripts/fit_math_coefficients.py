@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Fits the float32 polynomials of runtime/pointwise_math.h's exp2_poly and erf_poly and reports
+their worst error in float32 ulps against mpmath.
+
+  exp2_poly: 2^r = 1 + r Q(r) on [-1/2, 1/2], Q of degree 4, minimizing the relative error
+             (E(0) = 1 exactly, so that integer powers of two are exact).
+  erf, |x| < 1:  erf(x) = x q(x^2), q of degree 5, minimizing the relative error of erf.
+  erf, |x| >= 1: erf(x) = 1 - 2^P(|x| - 2.5), P of degree 6 fitted to log2(erfc) on [1, 4],
+                 weighted by erfc ln 2, so that the error left in erf is what is minimized.
+  gelu_erf, |x| < 1:  Phi(x) = 1/2 + x r(x^2), r of degree 4, minimizing the error
+                 relative to Phi(-|x|).
+  gelu_erf, |x| >= 1: Phi(-|x|) = 2^R(|x| - 2), R of degree 6 fitted to log2 Phi(-a) on
+                 [1, 4 sqrt 2], weighted by Phi(-a) ln 2.
+
+The fits are Lawson's iteratively reweighted least squares on Chebyshev nodes (converging
+toward the minimax polynomial). The check evaluates the printed float32 coefficients as the
+kernels do: float32 Horner steps (each multiply-add rounded once, as an FMA), 2^P as E(P - n)
+times an exact 2^n, and 1 - that rounded once.
+Needs numpy and mpmath:  pip install numpy mpmath
+"""
+import argparse
+
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 40
+f32 = np.float32
+
+
+def chebyshev_nodes(lo, hi, count):
+    k = np.arange(count)
+    return (lo + hi) / 2 + (hi - lo) / 2 * np.cos(np.pi * (k + 0.5) / count)
+
+
+def lawson(design, target, weight, rounds=30):
+    """Coefficients (highest power first) minimizing max |weight * (design @ c - target)|."""
+    lw = np.ones_like(target)
+    for _ in range(rounds):
+        s = weight * np.sqrt(lw)
+        c, *_ = np.linalg.lstsq(design * s[:, None], target * s, rcond=None)
+        err = np.abs((design @ c - target) * weight)
+        lw = lw * err
+        lw /= lw.sum()
+    return c
+
+
+def fit_exp2(degree):
+    r = chebyshev_nodes(-0.5, 0.5, 2000)
+    return lawson(np.vander(r, degree + 1) * r[:, None], 2.0**r - 1, 2.0**-r)
+
+
+def fit_erf_small(degree, edge):
+    x = chebyshev_nodes(0, edge, 4000)
+    ratio = np.array([float(mp.erf(v) / v) for v in x])
+    return lawson(np.vander(x * x, degree + 1), ratio, 1 / ratio)
+
+
+def fit_erf_large(degree, edge, center):
+    a = chebyshev_nodes(edge, 4.0, 4000)
+    log2_erfc = np.array([float(mp.log(mp.erfc(v), 2)) for v in a])
+    erfc = np.array([float(mp.erfc(v)) for v in a])
+    return lawson(np.vander(a - center, degree + 1), log2_erfc, erfc * np.log(2))
+
+
+def fit_phi_small(degree, edge):
+    x = chebyshev_nodes(0, edge, 4000)
+    ratio = np.array([float((mp.ncdf(v) - 0.5) / v) for v in x])
+    weight = np.array([float(v / mp.ncdf(-v)) for v in x])
+    return lawson(np.vander(x * x, degree + 1), ratio, weight)
+
+
+def fit_phi_large(degree, edge, cap, center):
+    a = chebyshev_nodes(edge, cap, 4000)
+    log2_phi = np.array([float(mp.log(mp.ncdf(-v), 2)) for v in a])
+    phi = np.array([float(mp.ncdf(-v)) for v in a])
+    return lawson(np.vander(a - center, degree + 1), log2_phi, phi * np.log(2))
+
+
+def horner32(coeffs, x):
+    r = f32(coeffs[0])
+    for c in coeffs[1:]:
+        r = f32(np.float64(r) * np.float64(x) + np.float64(c))
+    return r
+
+
+def exp2_32(e2, y):
+    """2^y as exp2_poly computes it: (1 + r Q(r)) * 2^n with n = round(y) and r = y - n; the
+    product is returned unrounded (float64), since the kernels fuse it into the next operation."""
+    n = np.round(np.float64(y))
+    r = f32(np.float64(y) - n)
+    p = f32(1 + np.float64(r) * np.float64(horner32(e2, r)))
+    return np.float64(p) * 2.0**n
+
+
+def ulps(a, b):
+    ia = int(np.float32(a).view(np.int32))
+    ib = int(np.float32(b).view(np.int32))
+    return abs(ia - ib)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check-points", type=int, default=100000)
+    ap.add_argument("--r-degree", type=int, default=4)
+    args = ap.parse_args()
+    edge, center = 1.0, 2.5
+    e2 = [f32(c) for c in fit_exp2(4)]
+    small = [f32(c) for c in fit_erf_small(5, edge)]
+    large = [f32(c) for c in fit_erf_large(6, edge, center)]
+    print("Q (r, highest power first):", ", ".join("%.9g" % c for c in e2))
+    print("q (x^2, highest power first):", ", ".join("%.9g" % c for c in small))
+    print("P (|x| - 2.5, highest power first):", ", ".join("%.9g" % c for c in large))
+
+    rng = np.random.default_rng(0)
+    rs = np.concatenate([np.linspace(-0.5, 0.5, args.check_points),
+                         rng.uniform(-0.5, 0.5, args.check_points)]).astype(np.float32)
+    worst_e2 = max((ulps(exp2_32(e2, r), f32(mp.power(2, float(r)))), float(r)) for r in rs)
+    print(f"exp2: worst {worst_e2[0]} ulp at r = {worst_e2[1]:.9g}")
+
+    xs = np.concatenate([np.linspace(0, 5, args.check_points),
+                         np.abs(rng.standard_normal(args.check_points)) * 2]).astype(np.float32)
+    worst = {"small": (0, 0.0), "large": (0, 0.0)}
+    for x in xs:
+        if x < edge:
+            branch, y = "small", f32(horner32(small, f32(x * x)) * x)
+        else:
+            p = horner32(large, f32(min(x, f32(4)) - f32(center)))
+            branch, y = "large", f32(1 - exp2_32(e2, p))
+        d = ulps(y, f32(mp.erf(float(x))))
+        if d > worst[branch][0]:
+            worst[branch] = (d, float(x))
+    for branch, (d, at) in worst.items():
+        print(f"erf {branch} branch: worst {d} ulp at x = {at:.9g}")
+
+    # gelu_erf: the edge and the clamp are the float32 values the kernel compares with.
+    g_edge, g_cap, g_center = f32(1), f32(4 * np.sqrt(2)), 2.0
+    r_small = [f32(c) for c in fit_phi_small(args.r_degree, float(g_edge))]
+    r_large = [f32(c) for c in fit_phi_large(6, float(g_edge), float(g_cap), g_center)]
+    print("r (x^2, highest power first):", ", ".join("%.9g" % c for c in r_small))
+    print("R (|x| - 2, highest power first):", ", ".join("%.9g" % c for c in r_large))
+    gx = np.concatenate([np.linspace(-float(g_cap), float(g_cap), args.check_points),
+                         rng.standard_normal(args.check_points) * 2]).astype(np.float32)
+    # In the negative tail (x < -3, results under 4e-3) the fit minimizes the absolute error of
+    # Phi, so the relative error grows there; it is reported as such.
+    worst = {"small": (0, 0.0), "large": (0, 0.0), "tail": (0, 0.0)}
+    for x in gx:
+        a = abs(x)
+        if x < -g_cap:  # Phi(x) < 8e-9 is taken as 0 there
+            continue
+        if a < g_edge:
+            branch = "small"
+            phi = f32(np.float64(x) * np.float64(horner32(r_small, f32(x * x))) + 0.5)
+        else:
+            branch = "tail" if x < -3 else "large"
+            t = exp2_32(e2, horner32(r_large, f32(min(a, g_cap) - f32(g_center))))
+            phi = f32(t) if x < 0 else f32(1 - t)
+        exact = x * mp.ncdf(float(x))
+        d = ulps(f32(x * phi), f32(exact)) if branch != "tail" else float(abs(f32(x * phi) / exact - 1))
+        if d > worst[branch][0]:
+            worst[branch] = (d, float(x))
+    for branch in ("small", "large"):
+        d, at = worst[branch]
+        print(f"gelu_erf {branch} branch: worst {d} ulp at x = {at:.9g}")
+    d, at = worst["tail"]
+    print(f"gelu_erf for x < -3: worst relative error {d:.2g} at x = {at:.9g}")
+
+
+if __name__ == "__main__":
+    main()
