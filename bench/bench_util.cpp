@@ -32,17 +32,6 @@ double copy_bandwidth_bytes_per_s(int64_t bytes) {
   return 2.0 * static_cast<double>(bytes) / seconds[15];
 }
 
-void report_bandwidth(benchmark::State& state, const LoopTimer& timer,
-                      int64_t ideal_bytes_per_iter) {
-  double seconds = timer.seconds();
-  double rate =
-      static_cast<double>(ideal_bytes_per_iter) * static_cast<double>(state.iterations()) / seconds;
-  double copy = copy_bandwidth_bytes_per_s();
-  state.counters["GB/s"] = rate * 1e-9;
-  state.counters["copy_GB/s"] = copy * 1e-9;
-  state.counters["copy_frac"] = rate / copy;
-}
-
 namespace {
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());

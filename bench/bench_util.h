@@ -33,10 +33,6 @@ class LoopTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Adds "GB/s" (ideal bytes per second), "copy_GB/s" (copy_bandwidth_bytes_per_s() now) and
-// "copy_frac" (the one over the other).
-void report_bandwidth(benchmark::State& state, const LoopTimer& timer,
-                      int64_t ideal_bytes_per_iter);
 // A parallel memcpy timed between a workload's iterations: on a shared machine the bandwidth
 // drifts by 2x within minutes, so a workload is best compared with copies that ran in the
 // same seconds as it did.
@@ -54,6 +50,24 @@ class InterleavedCopy {
   Tensor src_, dst_;
   std::vector<double> seconds_;
 };
+
+// Runs `iteration` once per benchmark iteration, timed, with an InterleavedCopy between
+// iterations (outside the timed region), and reports as InterleavedCopy::report does: the
+// fraction compares the workload's median with copies that ran in the same seconds.
+template <class F>
+void run_against_copy(benchmark::State& state, const F& iteration, int64_t ideal_bytes_per_iter) {
+  InterleavedCopy copy;
+  std::vector<double> seconds;
+  for (auto _ : state) {
+    LoopTimer t;
+    iteration();
+    seconds.push_back(t.seconds());
+    state.PauseTiming();
+    copy.run_timed();
+    state.ResumeTiming();
+  }
+  copy.report(state, std::move(seconds), ideal_bytes_per_iter);
+}
 
 // Adds "ns/op": wall time per iteration divided by ops per iteration.
 void report_ns_per_op(benchmark::State& state, const LoopTimer& timer, int64_t ops_per_iter);

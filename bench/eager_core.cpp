@@ -14,12 +14,13 @@ void BM_CopyLoop(benchmark::State& state) {
   auto* d = static_cast<char*>(dst.raw_data());
   const auto* s = static_cast<const char*>(src.raw_data());
   int64_t bytes = n * 4;
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::bench::parallel_memcpy(d, s, bytes);
-    benchmark::ClobberMemory();
-  }
-  kiln::bench::report_bandwidth(state, timer, 2 * bytes);
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::bench::parallel_memcpy(d, s, bytes);
+        benchmark::ClobberMemory();
+      },
+      2 * bytes);
 }
 BENCHMARK(BM_CopyLoop)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -27,12 +28,13 @@ BENCHMARK(BM_CopyLoop)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond
 void BM_EagerAdd(benchmark::State& state) {
   int64_t n = state.range(0);
   kiln::Tensor a = kiln::rand({n}), b = kiln::rand({n});
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::Tensor c = kiln::add(a, b);
-    benchmark::DoNotOptimize(c.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, 3 * n * 4);
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor c = kiln::add(a, b);
+        benchmark::DoNotOptimize(c.raw_data());
+      },
+      3 * n * 4);
 }
 BENCHMARK(BM_EagerAdd)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -52,12 +54,13 @@ BENCHMARK(BM_AddDispatch16);
 void BM_EagerSumAll(benchmark::State& state) {
   int64_t n = state.range(0);
   kiln::Tensor a = kiln::rand({n});
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::Tensor s = kiln::sum(a);
-    benchmark::DoNotOptimize(s.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, n * 4);
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor s = kiln::sum(a);
+        benchmark::DoNotOptimize(s.raw_data());
+      },
+      n * 4);
 }
 BENCHMARK(BM_EagerSumAll)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond);
 

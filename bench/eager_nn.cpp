@@ -13,12 +13,13 @@ constexpr int64_t kLarge = int64_t{1} << 24;
 template <class F>
 void run_rows(benchmark::State& state, F&& op, int64_t extra_bytes) {
   kiln::Tensor x = kiln::randn({kRows, kCols});
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::Tensor y = op(x);
-    benchmark::DoNotOptimize(y.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, 2 * kRows * kCols * 4 + extra_bytes);
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor y = op(x);
+        benchmark::DoNotOptimize(y.raw_data());
+      },
+      2 * kRows * kCols * 4 + extra_bytes);
 }
 
 void BM_Softmax(benchmark::State& state) {
@@ -44,12 +45,13 @@ BENCHMARK(BM_LayerNorm)->UseRealTime()->Unit(benchmark::kMillisecond);
 template <class F>
 void run_full(benchmark::State& state, F&& op) {
   kiln::Tensor a = kiln::randn({kLarge});
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::Tensor s = op(a);
-    benchmark::DoNotOptimize(s.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, kLarge * 4 + 4);
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor s = op(a);
+        benchmark::DoNotOptimize(s.raw_data());
+      },
+      kLarge * 4 + 4);
 }
 
 void BM_AmaxAll(benchmark::State& state) {
@@ -72,12 +74,13 @@ void BM_SumDim(benchmark::State& state) {
   int64_t dim = state.range(0);
   kiln::Tensor x = kiln::randn({kRows, kCols});
   int64_t out = dim == 0 ? kCols : kRows;
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::Tensor s = kiln::sum(x, {dim});
-    benchmark::DoNotOptimize(s.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, (kRows * kCols + out) * 4);
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor s = kiln::sum(x, {dim});
+        benchmark::DoNotOptimize(s.raw_data());
+      },
+      (kRows * kCols + out) * 4);
 }
 BENCHMARK(BM_SumDim)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 

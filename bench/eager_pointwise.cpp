@@ -1,6 +1,7 @@
 // Eager pointwise figures: large contiguous float32 ops (2^24 elements) as GB/s and as a
-// fraction of the copy bandwidth (report_bandwidth). Simple arithmetic is memory bound; the
-// transcendental ones show how far their math is from the memory floor.
+// fraction of the copy bandwidth (run_against_copy: copies timed between the op's calls). Simple
+// arithmetic is memory bound; the transcendental ones show how far their math is from the memory
+// floor.
 #include "bench_util.h"
 #include "kiln/kiln.h"
 
@@ -13,12 +14,13 @@ template <class F>
 void unary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4) {
   int64_t n = state.range(0);
   kiln::Tensor x = kiln::randn({n});
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::Tensor y = f(x);
-    benchmark::DoNotOptimize(y.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, n * (4 + out_bytes));
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor y = f(x);
+        benchmark::DoNotOptimize(y.raw_data());
+      },
+      n * (4 + out_bytes));
 }
 
 // out = f(a, b) for two float32 inputs: 8 bytes read + `out_bytes` written per element.
@@ -26,12 +28,13 @@ template <class F>
 void binary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4) {
   int64_t n = state.range(0);
   kiln::Tensor a = kiln::randn({n}), b = kiln::randn({n});
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::Tensor y = f(a, b);
-    benchmark::DoNotOptimize(y.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, n * (8 + out_bytes));
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor y = f(a, b);
+        benchmark::DoNotOptimize(y.raw_data());
+      },
+      n * (8 + out_bytes));
 }
 
 using T = kiln::Tensor;
@@ -79,12 +82,13 @@ void BM_EagerGtScalar(benchmark::State& s) {
 void BM_EagerAddInplace(benchmark::State& state) {
   int64_t n = state.range(0);
   kiln::Tensor a = kiln::randn({n}), b = kiln::randn({n});
-  kiln::bench::LoopTimer timer;
-  for (auto _ : state) {
-    kiln::add_(a, b);
-    benchmark::DoNotOptimize(a.raw_data());
-  }
-  kiln::bench::report_bandwidth(state, timer, 3 * n * 4);
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::add_(a, b);
+        benchmark::DoNotOptimize(a.raw_data());
+      },
+      3 * n * 4);
 }
 
 #define KILN_PW_BENCH(fn) BENCHMARK(fn)->Arg(kLarge)->UseRealTime()->Unit(benchmark::kMillisecond)
