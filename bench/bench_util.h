@@ -15,8 +15,8 @@ namespace kiln::bench {
 
 // Bandwidth (bytes read + bytes written per second) of a parallel memcpy of `bytes` bytes on
 // the runtime's thread pool: what this machine does for a streaming workload. Median of
-// several warm runs, measured anew at each call: on a shared machine the bandwidth drifts
-// between benchmarks, so each workload is compared with a copy timed right after it.
+// several warm runs, measured anew at each call. Workloads compare themselves with an
+// InterleavedCopy instead (below); this one gives the run's context line.
 double copy_bandwidth_bytes_per_s(int64_t bytes = int64_t{64} << 20);
 
 void parallel_memcpy(char* dst, const char* src, int64_t bytes);

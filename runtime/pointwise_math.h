@@ -71,10 +71,10 @@ inline float round_int(float x) {
 
 // Note [Vectorized exp and tanh]
 // libm's expf/tanhf/erff/logf are scalar calls, so loops over them run at a few percent of the
-// memory bandwidth. For float, exp, log, tanh and erf are the polynomials below, written in V
-// arithmetic and the primitives select/abs/exp2i/round_int, which the compiler vectorizes. Their
-// accuracy (a few float32 ulp) is checked against double libm over a wide sweep in
-// tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
+// memory bandwidth. For float, exp, log, tanh, erf, exp2 and ndtr are the polynomials below,
+// written in V arithmetic and the primitives select/abs/exp2i/round_int, which the compiler
+// vectorizes. Their accuracy (a few float32 ulp) is checked against double libm over a wide sweep
+// in tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
 
 // exp with float accuracy: x = n ln2 + r with |r| <= ln2/2 (Cephes' two-constant reduction) and
 // exp(r) = p = 1 + r + r^2 q(r), q of degree 4 fitted to minimize the relative error on
@@ -132,11 +132,11 @@ KILN_ALWAYS_INLINE float exp(float x) {
 }
 
 // 2^y = 2^r 2^n with n = round(y) and r = y - n (exact) in [-1/2, 1/2], 2^r = 1 + r Q(r), Q of
-// degree 4 fitted to minimize the relative error (9.1e-8, 2 float ulp at worst with the
-// roundings) by scripts/fit_math_coefficients.py; integer powers of two are exact. For arguments
-// already in base 2 (a fitted log2, or an exponent folded with log2 e), this skips exp's reduction
-// of x by n ln 2, five multiply-adds: that keeps erf, tanh and the gelus near the memory
-// bandwidth on two cores. This part computes 2^r.
+// degree 4 fitted to minimize the relative error (1.1e-7 with the coefficients rounded to float,
+// 2 float ulp at worst with the roundings) by scripts/fit_math_coefficients.py; integer powers of
+// two are exact. For arguments already in base 2 (a fitted log2, or an exponent folded with log2
+// e), this skips exp's reduction of x by n ln 2, five multiply-adds: that keeps erf, tanh and the
+// gelus near the memory bandwidth on two cores. This part computes 2^r.
 template <class V>
 KILN_ALWAYS_INLINE V exp2_poly_fraction(V r) {
   V q = V(1.32647145e-3);
@@ -147,7 +147,8 @@ KILN_ALWAYS_INLINE V exp2_poly_fraction(V r) {
   return q * r + V(1);
 }
 
-// 2^y for y in [-126, 128], which callers ensure (n = 128 gives inf): one scaling by 2^n.
+// 2^y for y in [-126, 127], which callers ensure (n = round(y) must be a normal exponent): one
+// scaling by 2^n.
 template <class V>
 KILN_ALWAYS_INLINE V exp2_poly_normal(V y) {
   V n = round_int(y);
@@ -294,8 +295,10 @@ double tanh(T x) {
 
 // erf with float accuracy, both branches computed and one selected per lane:
 // - |x| < 1: x q(x^2), q of degree 5 fitted to minimize the relative error of erf there;
-// - |x| >= 1: 1 - 2^P(|x| - 2.5) with x's sign, P of degree 6 fitted to log2(erfc) on [1, 4]
-//   and weighted by erfc ln 2 (the error it leaves in erf is 1e-9, against a float ulp of 6e-8).
+// - |x| >= 1: 1 - 2^P(|x| - 1) with x's sign, P of degree 6 fitted to log2(erfc) on [1, 4]
+//   and weighted by erfc ln 2 (the error it leaves in erf is 4.5e-9 with the coefficients
+//   rounded to float, against a float ulp of 6e-8; centred at 1, where erfc is largest, so that
+//   the rounding of the constant term costs least).
 //   2^P is exp2_poly_normal, whose relative error erfc <= 0.16 scales down to a fraction of an
 //   ulp of erf.
 // |x| is clamped to 4, where erf already rounds to 1 in float, so P stays in [-26, -2.6] and
@@ -315,14 +318,14 @@ KILN_ALWAYS_INLINE V erf_poly(V x) {
   q = q * z + V(-3.76123279e-1);
   q = q * z + V(1.12837911);
   V small = q * x;
-  V u = ac - V(2.5);
+  V u = ac - V(1);
   V p = V(2.67731783e-4);
-  p = p * u + V(-2.25028663e-4);
-  p = p * u + V(3.54590081e-3);
-  p = p * u + V(-1.54624041e-2);
-  p = p * u + V(-1.36173868);
-  p = p * u + V(-7.72230482);
-  p = p * u + V(-11.2628574);
+  p = p * u + V(-2.63461471e-3);
+  p = p * u + V(1.42695634e-2);
+  p = p * u + V(-5.98728508e-2);
+  p = p * u + V(-1.2163626);
+  p = p * u + V(-3.80722427);
+  p = p * u + V(-2.66841674);
   V big = V(1) - exp2_poly_normal(p);
   return select(a < V(1), small, select(x < V(0), -big, big));
 }
@@ -347,7 +350,7 @@ double erf(T x) {
 // - |x| >= 1: t = Phi(-|x|) = 2^R(|x| - 2), R of degree 6 fitted to log2 Phi(-a) on
 //   [1, 4 sqrt 2] weighted by Phi(-a) ln 2, and Phi = t for x < 0, 1 - t above.
 // For x < 0 that is t itself, not 1 + erf with erf near -1, so the negative tail does not cancel:
-// gelu is within 11 ulp down to x = -3 (where 1 + erf would lose 200), 1% at worst below. |x| is
+// gelu is within 12 ulp down to x = -3 (where 1 + erf lost up to 106), 1% at worst below. |x| is
 // clamped to 4 sqrt 2, where 1 - t rounds to 1; below -4 sqrt 2, Phi(x) < 8e-9 is taken as 0 (so
 // gelu is -0 there, as 0.5 x (1 + erf) rounds, and NaN at -inf). NaN fails the comparisons and
 // propagates.

@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
-"""Fits the float32 polynomials of runtime/pointwise_math.h's exp2_poly and erf_poly and reports
-their worst error in float32 ulps against mpmath.
+"""Fits the float32 polynomials of runtime/pointwise_math.h's exp2_poly, erf_poly and ndtr_poly
+(gelu's normal CDF) and reports their worst error in float32 ulps against mpmath.
 
   exp2_poly: 2^r = 1 + r Q(r) on [-1/2, 1/2], Q of degree 4, minimizing the relative error
-             (E(0) = 1 exactly, so that integer powers of two are exact).
+             (2^0 = 1 exactly, so that integer powers of two are exact).
   erf, |x| < 1:  erf(x) = x q(x^2), q of degree 5, minimizing the relative error of erf.
-  erf, |x| >= 1: erf(x) = 1 - 2^P(|x| - 2.5), P of degree 6 fitted to log2(erfc) on [1, 4],
+  erf, |x| >= 1: erf(x) = 1 - 2^P(|x| - 1), P of degree 6 fitted to log2(erfc) on [1, 4],
                  weighted by erfc ln 2, so that the error left in erf is what is minimized.
-  gelu_erf, |x| < 1:  Phi(x) = 1/2 + x r(x^2), r of degree 4, minimizing the error
+  ndtr, |x| < 1:  Phi(x) = 1/2 + x r(x^2), r of degree 4, minimizing the error
                  relative to Phi(-|x|).
-  gelu_erf, |x| >= 1: Phi(-|x|) = 2^R(|x| - 2), R of degree 6 fitted to log2 Phi(-a) on
+  ndtr, |x| >= 1: Phi(-|x|) = 2^R(|x| - 2), R of degree 6 fitted to log2 Phi(-a) on
                  [1, 4 sqrt 2], weighted by Phi(-a) ln 2.
 
 The fits are Lawson's iteratively reweighted least squares on Chebyshev nodes (converging
 toward the minimax polynomial). The check evaluates the printed float32 coefficients as the
-kernels do: float32 Horner steps (each multiply-add rounded once, as an FMA), 2^P as E(P - n)
-times an exact 2^n, and 1 - that rounded once.
+kernels do: float32 Horner steps (each multiply-add rounded once, as an FMA), 2^P as
+(1 + r Q(r)) times an exact 2^n, and 1 - that rounded once; gelu is checked as x ndtr(x).
 Needs numpy and mpmath:  pip install numpy mpmath
 """
 import argparse
@@ -103,13 +103,13 @@ def main():
     ap.add_argument("--check-points", type=int, default=100000)
     ap.add_argument("--r-degree", type=int, default=4)
     args = ap.parse_args()
-    edge, center = 1.0, 2.5
+    edge, center = 1.0, 1.0
     e2 = [f32(c) for c in fit_exp2(4)]
     small = [f32(c) for c in fit_erf_small(5, edge)]
     large = [f32(c) for c in fit_erf_large(6, edge, center)]
     print("Q (r, highest power first):", ", ".join("%.9g" % c for c in e2))
     print("q (x^2, highest power first):", ", ".join("%.9g" % c for c in small))
-    print("P (|x| - 2.5, highest power first):", ", ".join("%.9g" % c for c in large))
+    print("P (|x| - 1, highest power first):", ", ".join("%.9g" % c for c in large))
 
     rng = np.random.default_rng(0)
     rs = np.concatenate([np.linspace(-0.5, 0.5, args.check_points),

@@ -35,9 +35,10 @@ namespace kiln::codegen::llvm_backend {
 // operand itself (Note [NaN flags]).
 // Everything else matches: float operations carry no fast-math flags (but `contract` inside the
 // polynomial math, which the eager build's -ffp-contract=fast fuses the same way), f32 exp, log,
-// tanh and erf are the same templates (llvm_math.h), f64 transcendental functions are the same
-// libm calls, and integer division, casts and 16-bit rounding reproduce lanes::'s definitions.
-// tests/codegen/kernel_interpreter_test.cpp runs every interpreter test on the backend too.
+// tanh, erf, exp2 and ndtr are the same templates (llvm_math.h), f64 transcendental functions are
+// the same libm calls, and integer division, casts and 16-bit rounding reproduce lanes::'s
+// definitions. tests/codegen/kernel_interpreter_test.cpp runs every interpreter test on the backend
+// too.
 inline constexpr const char* kParallelForSymbol = "kiln_llvm_parallel_for";
 inline constexpr const char* kIpow32Symbol = "kiln_llvm_ipow_i32";
 inline constexpr const char* kIpow64Symbol = "kiln_llvm_ipow_i64";

@@ -58,7 +58,7 @@ namespace {
 
 // Bump when the emitter or pipeline changes what a kernel compiles to: it is part of every key,
 // so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-llvm-3";
+constexpr const char* kCodegenVersion = "kiln-llvm-4";
 
 std::string llvm_error(llvm::Error e) {
   return llvm::toString(std::move(e));
@@ -77,7 +77,8 @@ void check(llvm::Error e, std::string_view what) {
 }
 
 // Note [Vector math]
-// exp, log, tanh, erf (and sigmoid, built on exp) in float32 are the polynomial templates of
+// exp, log, tanh, erf, exp2 and ndtr (and sigmoid and the gelus, built on them) in float32 are the
+// polynomial templates of
 // runtime/pointwise_math.h, emitted as plain vectorizable IR (llvm_math.h), so compiled code and
 // the eager kernels compute them identically. glibc's libmvec was the alternative (through the
 // vectorizer's vector-library mapping), but its AVX2 logf is 3 ulp from libm's logf at x = 1.24,
