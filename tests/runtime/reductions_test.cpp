@@ -245,6 +245,35 @@ TEST(ReductionsLarge, Float32SumOf4MElementsMatchesDoubleReference) {
   EXPECT_NEAR(t.sum({0}).item<float>(), ref, 1e-5 * ref);
 }
 
+// var and logsumexp over many blocks (and both threads' chunks, and a ragged tail): the blocked
+// moments merged with Chan's formula, and the log-sum-exp blocks rescaled to the larger max. A
+// rising ramp under the noise makes later blocks' maxima larger and an early spike makes one
+// earlier block's larger, so both sides of the merge get rescaled. Against two-pass double loops.
+TEST(ReductionsLarge, VarAndLogSumExpOverManyBlocksMatchDoubleReferences) {
+  kiln_test::NumThreadsGuard threads(2);
+  const size_t n = (size_t{1} << 20) + 37;
+  auto x = random_vector<float>(n, -1, 1, 39);
+  for (size_t i = 0; i < n; ++i)
+    x[i] += 100.0f + 4.0f * static_cast<float>(i) / static_cast<float>(n);
+  x[5000] = 106.5f;
+  double mean = 0;
+  for (float v : x)
+    mean += v;
+  mean /= static_cast<double>(n);
+  double m2 = 0, mx = -std::numeric_limits<double>::infinity();
+  for (float v : x) {
+    m2 += (v - mean) * (v - mean);
+    mx = std::max(mx, static_cast<double>(v));
+  }
+  double s = 0;
+  for (float v : x)
+    s += std::exp(v - mx);
+  Tensor t = kiln::from_vector(x);
+  double var = m2 / static_cast<double>(n - 1);
+  EXPECT_NEAR(kiln::var(t).item<float>(), var, 1e-5 * var);
+  EXPECT_NEAR(kiln::logsumexp(t, {0}).item<float>(), mx + std::log(s), 2e-6 * (mx + std::log(s)));
+}
+
 TEST(ReductionsLarge, SumIsIndependentOfThreadCount) {
   auto x = random_vector<float>(size_t{1} << 18, -1, 1, 38);
   Tensor t = kiln::from_vector(x, {512, 512});
