@@ -178,18 +178,16 @@ double exp2(T y) {
 }
 
 // exp(x) for the terms of a sum whose largest term is exp(0) = 1, as in log-sum-exp and the
-// log-softmax normalizer (x = element - max <= 0), as 2^(x log2 e) through exp2_poly_normal:
-// rounding the product costs a term a relative error of 2^-24 |x| at most, and since terms
-// shrink like e^x the sum's relative error stays within 3e-8 of the exact exp's (its largest
-// terms have |x| near 0). The product is clamped at -125.5 (x = -87), where 2^y is still a
-// normal float, so one scaling suffices: what the clamp changes, under 2e-38 a term, is far below
-// the sum's rounding; clamping after the multiply rounds the product before the adds that use it.
-// NaN fails the comparison and propagates. Not for values that are stored (softmax's outputs must
-// be exactly 0 where exp underflows, and are exp_poly's).
+// log-softmax normalizer (x = element - max <= 0). x is clamped at -87, where exp is still a
+// normal float, so one scaling suffices: what the clamp changes, under 2e-38 a term, is far
+// below the sum's rounding. NaN fails the comparison and propagates. Not for values that are
+// stored (softmax's outputs must be exactly 0 where exp underflows). It keeps exp's reduction
+// by n ln 2 rather than exp2_poly's cheaper folded product: a float log2(e) and the rounding of
+// x log2(e) would err by up to 2^-24 |x| in every term, and a sum dominated by many terms far
+// below the max (10^6 of them at x = -10) would carry that error into the result.
 template <class V>
 KILN_ALWAYS_INLINE V exp_sum_term(V x) {
-  V y = V(1.4426950408889634074) * x;
-  return exp2_poly_normal(select(y < V(-125.5), V(-125.5), y));
+  return exp_poly_normal(select(x < V(-87), V(-87), x));
 }
 KILN_ALWAYS_INLINE float exp_sum_term(float x) {
   return exp_sum_term<float>(x);

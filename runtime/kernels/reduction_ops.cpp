@@ -252,7 +252,7 @@ KILN_FLOAT_LOOP_CLONES int64_t sum_exp_terms_into_lanes(const T* x, int64_t n, T
   for (; i + kExpSumLanes <= n; i += kExpSumLanes) {
     // The next block's lines, while this one's terms are computed from L1: that block's max pass
     // then reads from cache (Note [Prefetch across blocks], reduction_vec.h).
-    prefetch_lines<kExpSumLanes * sizeof(T)>(x + i + kLogSumExpBlock);
+    prefetch_lines<kExpSumLanes * sizeof(T)>(x + i, kLogSumExpBlock * sizeof(T));
     for (int j = 0; j < kExpSumLanes; ++j)
       acc[j] += math::exp_sum_term(x[i + j] - m);
   }
@@ -284,7 +284,9 @@ struct LogSumExpReducer {
     // Each lane adds at most kBlock / kExpSumLanes terms <= 1, so T holds them accurately; the
     // lanes are added in double.
     T lanes[kExpSumLanes] = {};
-    int64_t i = sum_exp_terms_into_lanes(x, n, m, lanes);
+    int64_t i = 0;
+    // Integer inputs are never reduced this way (logsumexp computes in a float type).
+    if constexpr (std::is_floating_point_v<T>) i = sum_exp_terms_into_lanes(x, n, m, lanes);
     // Four partial sums in double: one chain of 32 dependent adds cost a fifth of the block.
     double partial[4] = {};
     for (int j = 0; j < kExpSumLanes; ++j)

@@ -210,11 +210,13 @@ double block_sum(const T* x, int64_t n, T shift) {
 // reduction at 0.6 of sum's speed from DRAM. Their inner loops therefore ask for the lines a
 // fixed distance ahead, so that the memory stays busy across the stops. A prefetch past the end
 // of the data is harmless (it does not fault).
+// Asks for the kBytes of lines that start `ahead` bytes past p. The address is computed as an
+// integer: it may lie past the end of the data, where pointer arithmetic would be undefined.
 template <int kBytes>
-inline void prefetch_lines(const void* p) {
-  const char* c = static_cast<const char*>(p);
+inline void prefetch_lines(const void* p, uintptr_t ahead) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p) + ahead;
   for (int b = 0; b < kBytes; b += 64)
-    __builtin_prefetch(c + b);
+    __builtin_prefetch(reinterpret_cast<const void*>(a + static_cast<uintptr_t>(b)));
 }
 
 // Adds x[i] - shift and its square into lanes1[i % kMomentLanes] and lanes2[i % kMomentLanes] for
@@ -236,7 +238,7 @@ KILN_FLOAT_LOOP_CLONES int64_t moments_into_lanes(const T* x, int64_t n, T shift
   int64_t i = 0;
   for (; i + kMomentLanes <= n; i += kMomentLanes) {
     // 2 KB ahead (Note [Prefetch across blocks]).
-    prefetch_lines<kMomentLanes * sizeof(T)>(x + i + 2048 / sizeof(T));
+    prefetch_lines<kMomentLanes * sizeof(T)>(x + i, 2048);
     for (int j = 0; j < kMomentLanes; ++j) {
       T d = x[i + j] - shift;
       a[j] += d;
@@ -257,7 +259,10 @@ KILN_FLOAT_LOOP_CLONES int64_t moments_into_lanes(const T* x, int64_t n, T shift
 template <class T>
 void block_moments(const T* x, int64_t n, T shift, double& s1, double& s2) {
   T lanes1[kMomentLanes] = {}, lanes2[kMomentLanes] = {};
-  int64_t i = moments_into_lanes(x, n, shift, lanes1, lanes2);
+  int64_t i = 0;
+  // Integer inputs are never reduced this way (var computes in a float type); their squares
+  // would overflow T.
+  if constexpr (std::is_floating_point_v<T>) i = moments_into_lanes(x, n, shift, lanes1, lanes2);
   // The lanes in double, four partial sums each: a single chain of 32 dependent adds cost as
   // much as the block's loop.
   double p1[4] = {}, p2[4] = {};
