@@ -270,8 +270,8 @@ struct LogSumExpReducer {
     if (std::isnan(a.m) || std::isnan(b.m)) return {std::nan(""), 1};
     double m = std::max(a.m, b.m);
     if (std::isinf(m)) return {m, m > 0 ? 1.0 : 0.0};
-    // One of the two scalings is exp(0) = 1 exactly: only the other side's is computed (a libm
-    // exp per block was a tenth of the reduction's time).
+    // One of the two scalings is exp(0) = 1 exactly: only the other side's is computed, one libm
+    // exp per block instead of two.
     if (a.m < m) return {m, a.s * std::exp(a.m - m) + b.s};
     return {m, a.s + (b.m < m ? b.s * std::exp(b.m - m) : b.s)};
   }

@@ -210,6 +210,7 @@ double block_sum(const T* x, int64_t n, T shift) {
 // reduction at 0.6 of sum's speed from DRAM. Their inner loops therefore ask for the lines a
 // fixed distance ahead, so that the memory stays busy across the stops. A prefetch past the end
 // of the data is harmless (it does not fault).
+
 // Asks for the kBytes of lines that start `ahead` bytes past p. The address is computed as an
 // integer: it may lie past the end of the data, where pointer arithmetic would be undefined.
 template <int kBytes>
@@ -254,8 +255,8 @@ KILN_FLOAT_LOOP_CLONES int64_t moments_into_lanes(const T* x, int64_t n, T shift
 
 // One pass over x[0..n) for the moments about `shift`: {sum(x - shift), sum((x - shift)^2)},
 // T lanes added up in double. With `shift` an element of the block, the deviations are small
-// and M2 = s2 - s1^2 / n does not cancel; each lane adds at most kMomentLanes-th of the block,
-// and blocks of about two thousand elements (64 terms a lane) keep the T lanes accurate.
+// and M2 = s2 - s1^2 / n does not cancel; each lane adds a kMomentLanes-th of the block, and
+// blocks of about two thousand elements (64 terms a lane) keep the T lanes accurate.
 template <class T>
 void block_moments(const T* x, int64_t n, T shift, double& s1, double& s2) {
   T lanes1[kMomentLanes] = {}, lanes2[kMomentLanes] = {};
