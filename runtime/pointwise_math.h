@@ -177,24 +177,6 @@ double exp2(T y) {
   return std::exp2(static_cast<double>(y));
 }
 
-// exp(x) for the terms of a sum whose largest term is exp(0) = 1, as in log-sum-exp and the
-// log-softmax normalizer (x = element - max <= 0). x is clamped at -87, where exp is still a
-// normal float, so one scaling suffices: what the clamp changes, under 2e-38 a term, is far
-// below the sum's rounding. NaN fails the comparison and propagates. Not for values that are
-// stored (softmax's outputs must be exactly 0 where exp underflows). It keeps exp's reduction
-// by n ln 2 rather than exp2_poly's cheaper folded product: a float log2(e) and the rounding of
-// x log2(e) would err by up to 2^-24 |x| in every term, and a sum dominated by many terms far
-// below the max (10^6 of them at x = -10) would carry that error into the result.
-template <class V>
-KILN_ALWAYS_INLINE V exp_sum_term(V x) {
-  return exp_poly_normal(select(x < V(-87), V(-87), x));
-}
-KILN_ALWAYS_INLINE float exp_sum_term(float x) {
-  return exp_sum_term<float>(x);
-}
-inline double exp_sum_term(double x) {
-  return std::exp(x);
-}
 inline double exp(double x) {
   return std::exp(x);
 }

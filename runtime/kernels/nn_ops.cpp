@@ -13,6 +13,7 @@
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
+#include "kiln/runtime/kernels/exp_sum_vec.h"
 #include "kiln/runtime/kernels/float_loop_clones.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"
@@ -40,25 +41,22 @@ KILN_FLOAT_LOOP_CLONES void exp_shifted(const T* x, T m, int64_t n, T* out) {
     out[i] = math::exp_(x[i] - m);
 }
 
-// out[i] = exp_sum_term(x[i] - m), cloned as exp_shifted is.
-template <class T>
-KILN_FLOAT_LOOP_CLONES void exp_sum_terms(const T* x, T m, int64_t n, T* out) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = math::exp_sum_term(x[i] - m);
-}
-
-// Sum of exp(x - m) over the row, in blocks of 1024 through a stack buffer (in L1), each block
-// summed in T lanes and the blocks in double. The terms are only summed, so they use the
-// cheaper math::exp_sum_term.
+// Sum of exp(x - m) over the row, in blocks of 1024, each summed in float32 lanes (Note
+// [Table-driven exp for sums], exp_sum_vec.cpp) and the blocks in double. m is the row max:
+// where it is not finite, the row holds a NaN or +inf, or is all -inf, and x - m is NaN for
+// those elements, so the sum is NaN.
 template <class T>
 double row_sum_exp(const T* x, T m, int64_t n) {
   constexpr int64_t kBlock = 1024;
-  T buf[kBlock];
   double total = 0;
   for (int64_t b = 0; b < n; b += kBlock) {
     int64_t len = std::min(kBlock, n - b);
-    exp_sum_terms(x + b, m, len, buf);
-    total += block_sum<T, false>(buf, len, T(0));
+    if constexpr (std::is_same_v<T, float>) {
+      total += sum_exp_shifted(x + b, len, m).sum;
+    } else {
+      for (int64_t i = b; i < b + len; ++i)
+        total += std::exp(x[i] - m);
+    }
   }
   return total;
 }

@@ -7,13 +7,12 @@
 #include <cmath>
 #include <limits>
 
-#include "kiln/runtime/kernels/float_loop_clones.h"
+#include "kiln/runtime/kernels/exp_sum_vec.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_registry.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"
 #include "kiln/runtime/kernels/reduction_vec.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/pointwise_math.h"
 
 namespace kiln {
 
@@ -229,38 +228,29 @@ struct VarReducer {
   }
 };
 
-// ---- logsumexp: per block the max, then the sum of exp(x - max) (in cache); blocks merged by
-// rescaling to the larger max. -inf everywhere stays -inf; +inf gives +inf; NaN propagates ----
+// ---- logsumexp: blocks merged by rescaling to the larger max. -inf everywhere stays -inf; +inf
+// gives +inf; NaN propagates ----
 
 struct LseAcc {
   double m = -std::numeric_limits<double>::infinity();
   double s = 0;
 };
 
-constexpr int kExpSumLanes = 32;
-constexpr int64_t kLogSumExpBlock = 1024;
-// Adds exp(x[i] - m) into lanes[i % kExpSumLanes] for the whole groups of kExpSumLanes elements
-// and returns how many elements it took. Compute bound, hence the AVX-512 clone (Note
-// [Multiversioned float loops]).
-template <class T>
-KILN_FLOAT_LOOP_CLONES int64_t sum_exp_terms_into_lanes(const T* x, int64_t n, T m, T* lanes) {
-  // Local accumulators, kept in registers (see moments_into_lanes in reduction_vec.h).
-  T acc[kExpSumLanes];
-  for (int j = 0; j < kExpSumLanes; ++j)
-    acc[j] = lanes[j];
-  int64_t i = 0;
-  for (; i + kExpSumLanes <= n; i += kExpSumLanes) {
-    // The next block's lines, while this one's terms are computed from L1: that block's max pass
-    // then reads from cache (Note [Prefetch across blocks], reduction_vec.h).
-    prefetch_lines<kExpSumLanes * sizeof(T)>(x + i, kLogSumExpBlock * sizeof(T));
-    for (int j = 0; j < kExpSumLanes; ++j)
-      acc[j] += math::exp_sum_term(x[i + j] - m);
-  }
-  for (int j = 0; j < kExpSumLanes; ++j)
-    lanes[j] = acc[j];
-  return i;
-}
+// The unit of the merge. sum_exp_shifted keeps a long block accurate by itself (float32 lanes
+// of 32 terms, added in double), and a larger block spreads the per-call work, the lanes' final
+// sum and the max across vector lanes, over more elements.
+constexpr int64_t kLogSumExpBlock = 8192;
 
+// Note [One pass for logsumexp]
+// Per block, the careful form finds the block's max and then sums exp(x - max) over the cached
+// block. For float32 that max pass and the per-block merge (a libm exp) cost as much as a third
+// of the exp terms. After the first block, the float32 run therefore sums each block's terms
+// against ref, the largest max merged so far, in one pass that also finds the block's max
+// (sum_exp_shifted). Those sums need no rescaling: they add up in `pending`, in double. A block
+// is done the careful way again when its max exceeds ref by more than kExpSumMaxShift (so that no
+// term overflows), or when it holds NaN or +inf. Terms under exp(-87) are dropped, which a sum
+// that holds ref's own term, 1, does not feel. Data that rises steadily takes the careful path
+// more often, at the old cost.
 template <class T>
 struct LogSumExpReducer {
   static constexpr bool kColumns = false;
@@ -275,31 +265,48 @@ struct LogSumExpReducer {
     if (a.m < m) return {m, a.s * std::exp(a.m - m) + b.s};
     return {m, a.s + (b.m < m ? b.s * std::exp(b.m - m) : b.s)};
   }
+  // The careful form: the block's max, then the sum of exp(x - max).
   Acc block(const T* x, int64_t n) const {
     ExtremumReducer<T, true> maxr;
     auto m = maxr.run(x, n);
     if (std::isnan(m) || std::isinf(m)) return {static_cast<double>(m), m > 0 ? 1.0 : 0.0};
-    // exp and its sum in one pass over the cached block, into kExpSumLanes independent T partial
-    // sums (vector accumulators; a store and reload of the exp terms cost a fifth of the time).
-    // Each lane adds at most kBlock / kExpSumLanes terms <= 1, so T holds them accurately; the
-    // lanes are added in double.
-    T lanes[kExpSumLanes] = {};
-    int64_t i = 0;
-    // Integer inputs are never reduced this way (logsumexp computes in a float type).
-    if constexpr (std::is_floating_point_v<T>) i = sum_exp_terms_into_lanes(x, n, m, lanes);
-    // Four partial sums in double: one chain of 32 dependent adds cost a fifth of the block.
-    double partial[4] = {};
-    for (int j = 0; j < kExpSumLanes; ++j)
-      partial[j % 4] += static_cast<double>(lanes[j]);
-    double total = (partial[0] + partial[1]) + (partial[2] + partial[3]);
-    for (; i < n; ++i)
-      total += static_cast<double>(math::exp_sum_term(x[i] - m));
-    return {static_cast<double>(m), total};
+    if constexpr (std::is_same_v<T, float>) {
+      return {static_cast<double>(m), sum_exp_shifted(x, n, m).sum};
+    } else {
+      // Integer inputs are never reduced this way (logsumexp computes in a float type).
+      double total = 0;
+      for (int64_t i = 0; i < n; ++i)
+        total += std::exp(static_cast<double>(x[i]) - static_cast<double>(m));
+      return {static_cast<double>(m), total};
+    }
   }
   Acc run(const T* x, int64_t n) const {
     Acc a;
-    for (int64_t b = 0; b < n; b += kBlock)
-      a = merge(a, block(x + b, std::min(kBlock, n - b)));
+    if constexpr (std::is_same_v<T, float>) {
+      // Note [One pass for logsumexp]. While have_ref, a.m == ref.
+      bool have_ref = false;
+      float ref = 0;
+      double pending = 0;
+      for (int64_t b = 0; b < n; b += kBlock) {
+        int64_t len = std::min(kBlock, n - b);
+        if (have_ref) {
+          ExpSum e = sum_exp_shifted(x + b, len, ref);
+          if (e.max <= ref + kExpSumMaxShift && !std::isnan(e.sum)) {
+            pending += e.sum;
+            continue;
+          }
+        }
+        if (have_ref) a = merge(a, {static_cast<double>(ref), pending});
+        pending = 0;
+        a = merge(a, block(x + b, len));
+        have_ref = std::isfinite(a.m);
+        ref = static_cast<float>(a.m);
+      }
+      if (have_ref) a = merge(a, {static_cast<double>(ref), pending});
+    } else {
+      for (int64_t b = 0; b < n; b += kBlock)
+        a = merge(a, block(x + b, std::min(kBlock, n - b)));
+    }
     return a;
   }
   T finish(const Acc& a, int64_t) const {
