@@ -97,14 +97,6 @@ KILN_ALWAYS_INLINE ExpParts<V> exp_poly_reduce(V x) {
   return {p * (r * r) + r + V(1), n};
 }
 
-// exp for x in [-87, 88] (n in [-126, 127], normal results) with no range handling, for callers
-// that bound x themselves: one scaling by 2^n.
-template <class V>
-KILN_ALWAYS_INLINE V exp_poly_normal(V x) {
-  auto [p, n] = exp_poly_reduce(x);
-  return p * exp2i(n);
-}
-
 // p * 2^n for a normal p near 1 and an integer-valued n in [-151, 129], rounded once as a correctly
 // rounded scaling is, into the denormals or to inf: 2^n is applied as two exact factors,
 // 2^(n - 64) * 2^64 for n >= 0 and 2^(n + 64) * 2^-64 for n < 0. p * 2^(n -+ 64) is a normal float

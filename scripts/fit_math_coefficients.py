@@ -12,7 +12,7 @@ worst error in float32 ulps (or relative error) against mpmath.
                  relative to Phi(-|x|).
   ndtr, |x| >= 1: Phi(-|x|) = 2^R(|x| - 2), R of degree 6 fitted to log2 Phi(-a) on
                  [1, 4 sqrt 2], weighted by Phi(-a) ln 2.
-  summed exp terms: 2^(f/8) = 1 + f S(f) on [-1/2, 1/2], S of degree 2, minimizing the
+  summed exp terms: e^r = 1 + r S(r) on [-ln2/16, ln2/16], S of degree 2, minimizing the
                  relative error; the eighths 2^(j/8) come from a table.
 
 The fits are Lawson's iteratively reweighted least squares on Chebyshev nodes (converging
@@ -52,20 +52,29 @@ def fit_exp2(degree):
     return lawson(np.vander(r, degree + 1) * r[:, None], 2.0**r - 1, 2.0**-r)
 
 
-def fit_exp2_eighths(degree):
-    f = chebyshev_nodes(-0.5, 0.5, 2000)
-    return lawson(np.vander(f, degree + 1) * f[:, None], 2.0**(f / 8) - 1, 2.0**(-f / 8))
+def fit_exp_eighths(degree):
+    r = chebyshev_nodes(-np.log(2) / 16 * 1.001, np.log(2) / 16 * 1.001, 2000)
+    return lawson(np.vander(r, degree + 1) * r[:, None], np.exp(r) - 1, np.exp(-r))
 
 
-def exp_sum_term_32(s_coeffs, scale, scale_low, d):
-    """exp(d) as exp_sum_vec.cpp computes it: n = round(d 8/ln 2), f = d 8/ln 2 - n with the
-    constant in two parts (each step an FMA), 2^(f/8) from S and 2^(n/8) from the table."""
+def ln2_eighth_parts():
+    """ln 2 / 8 as c1 + c2: c1 keeps 12 significant bits, so that n c1 is exact for |n| < 2^11."""
+    c = mp.log(2) / 8
+    m, e = mp.frexp(c)
+    c1 = float(mp.floor(m * 2**12) / 2**12 * mp.mpf(2)**e)
+    return f32(c1), f32(float(c - c1))
+
+
+def exp_sum_term_32(s_coeffs, c1, c2, d):
+    """exp(d) as exp_sum_vec.cpp computes it: n = round(d 8/ln 2); r = d - n c1 - n c2 (the
+    first product exact, the second step one multiply-add); e^r from S; 2^(n/8) from the table
+    and the exponent; the final product rounded once."""
     d64 = np.float64(f32(d))
-    n = np.float64(f32(d64 * np.float64(scale) + 12582912.0)) - 12582912.0
-    f = f32(d64 * np.float64(scale) - n)
-    f = f32(d64 * np.float64(scale_low) + np.float64(f))
-    p = f32(np.float64(horner32(list(s_coeffs) + [f32(1)], f)))
-    return np.float64(p) * np.float64(f32(2.0**((n % 8) / 8))) * 2.0**np.floor(n / 8)
+    n = np.float64(f32(d64 * np.float64(f32(8 / np.log(2))) + 12582912.0)) - 12582912.0
+    r = f32(d64 - n * np.float64(c1))
+    r = f32(np.float64(r) - n * np.float64(c2))
+    p = horner32(list(s_coeffs) + [f32(1)], r)
+    return f32(np.float64(p) * np.float64(f32(2.0**((n % 8) / 8))) * 2.0**np.floor(n / 8))
 
 
 def fit_erf_small(degree, edge):
@@ -183,17 +192,17 @@ def main():
     d, at = worst["tail"]
     print(f"gelu_erf for x < -3: worst relative error {d:.2g} at x = {at:.9g}")
 
-    # Summed exp terms (logsumexp, log_softmax): the table, the split constant 8 / ln 2 and S.
-    scale = f32(8 / np.log(2))
-    scale_low = f32(float(mp.mpf(8) / mp.log(2)) - float(scale))
-    s_coeffs = [f32(c) for c in fit_exp2_eighths(2)]
+    # Summed exp terms (logsumexp, log_softmax): the table, ln 2 / 8 in two parts and S.
+    c1, c2 = ln2_eighth_parts()
+    s_coeffs = [f32(c) for c in fit_exp_eighths(2)]
     print("2^(j/8), j = 0..7:", ", ".join("%.9g" % f32(2.0**(j / 8)) for j in range(8)))
-    print("8 / ln 2 as %.9g + %.9g" % (scale, scale_low))
-    print("S (f, highest power first):", ", ".join("%.9g" % c for c in s_coeffs))
-    ds = np.concatenate([np.linspace(-87, 0, args.check_points),
+    print("8 / ln 2: %.9g; ln 2 / 8 as %.9g + %.9g" % (f32(8 / np.log(2)), c1, c2))
+    print("S (r, highest power first):", ", ".join("%.9g" % c for c in s_coeffs))
+    # d = x - ref runs from the -87 cutoff to kExpSumMaxShift = 64.
+    ds = np.concatenate([np.linspace(-87, 64, args.check_points),
                          -np.abs(rng.standard_normal(args.check_points)) * 10]).astype(np.float32)
-    worst_s = max((float(abs(exp_sum_term_32(s_coeffs, scale, scale_low, d) /
-                             mp.exp(float(d)) - 1)), float(d)) for d in ds)
+    worst_s = max((float(abs(exp_sum_term_32(s_coeffs, c1, c2, d) / mp.exp(float(d)) - 1)),
+                   float(d)) for d in ds)
     print(f"summed exp terms: worst relative error {worst_s[0]:.2g} at d = {worst_s[1]:.9g}")
 
 

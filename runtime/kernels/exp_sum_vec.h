@@ -11,8 +11,8 @@ namespace kiln {
 constexpr int kExpSumLanes = 32;
 
 // The largest x - ref that sum_exp_shifted computes terms for. Above it the sum is meaningless,
-// and the caller must run again with a larger ref. Each term is at most e^64, and a lane of
-// kExpSumLanes such terms stays far from float32's overflow.
+// and the caller must run again with a larger ref. Each term is at most e^64, and a float32 lane
+// of 32 such terms stays far from overflow.
 constexpr float kExpSumMaxShift = 64;
 
 struct ExpSum {

@@ -41,24 +41,20 @@ KILN_FLOAT_LOOP_CLONES void exp_shifted(const T* x, T m, int64_t n, T* out) {
     out[i] = math::exp_(x[i] - m);
 }
 
-// Sum of exp(x - m) over the row, in blocks of 1024, each summed in float32 lanes (Note
-// [Table-driven exp for sums], exp_sum_vec.cpp) and the blocks in double. m is the row max:
-// where it is not finite, the row holds a NaN or +inf, or is all -inf, and x - m is NaN for
-// those elements, so the sum is NaN.
+// Sum of exp(x - m) over the row, for float32 in sum_exp_shifted's lanes (Note [Table-driven exp
+// for sums], exp_sum_vec.cpp). m is the row max: where it is not finite, the row holds a NaN or
+// +inf, or is all -inf, and the sum is NaN, so that every output is NaN as torch's is.
 template <class T>
 double row_sum_exp(const T* x, T m, int64_t n) {
-  constexpr int64_t kBlock = 1024;
-  double total = 0;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    int64_t len = std::min(kBlock, n - b);
-    if constexpr (std::is_same_v<T, float>) {
-      total += sum_exp_shifted(x + b, len, m).sum;
-    } else {
-      for (int64_t i = b; i < b + len; ++i)
-        total += std::exp(x[i] - m);
-    }
+  if (!std::isfinite(m)) return std::numeric_limits<double>::quiet_NaN();
+  if constexpr (std::is_same_v<T, float>) {
+    return sum_exp_shifted(x, n, m).sum;
+  } else {
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i)
+      total += std::exp(x[i] - m);
+    return total;
   }
-  return total;
 }
 
 template <class T, bool kLog>

@@ -247,10 +247,10 @@ constexpr int64_t kLogSumExpBlock = 8192;
 // of the exp terms. After the first block, the float32 run therefore sums each block's terms
 // against ref, the largest max merged so far, in one pass that also finds the block's max
 // (sum_exp_shifted). Those sums need no rescaling: they add up in `pending`, in double. A block
-// is done the careful way again when its max exceeds ref by more than kExpSumMaxShift (so that no
-// term overflows), or when it holds NaN or +inf. Terms under exp(-87) are dropped, which a sum
-// that holds ref's own term, 1, does not feel. Data that rises steadily takes the careful path
-// more often, at the old cost.
+// whose max exceeds ref by more than kExpSumMaxShift (some term could overflow) is summed again
+// against its own max, which that pass found; one that holds NaN or +inf (its sum is NaN) is
+// done the careful way. Terms under exp(-87) are dropped, which a sum that holds ref's own term,
+// 1, does not feel. Data that rises steadily reads each block twice, as the careful form does.
 template <class T>
 struct LogSumExpReducer {
   static constexpr bool kColumns = false;
@@ -273,7 +273,7 @@ struct LogSumExpReducer {
     if constexpr (std::is_same_v<T, float>) {
       return {static_cast<double>(m), sum_exp_shifted(x, n, m).sum};
     } else {
-      // Integer inputs are never reduced this way (logsumexp computes in a float type).
+      // double (integer inputs are reduced in a float type, never as T).
       double total = 0;
       for (int64_t i = 0; i < n; ++i)
         total += std::exp(static_cast<double>(x[i]) - static_cast<double>(m));
@@ -289,16 +289,23 @@ struct LogSumExpReducer {
       double pending = 0;
       for (int64_t b = 0; b < n; b += kBlock) {
         int64_t len = std::min(kBlock, n - b);
+        Acc blk;
         if (have_ref) {
           ExpSum e = sum_exp_shifted(x + b, len, ref);
-          if (e.max <= ref + kExpSumMaxShift && !std::isnan(e.sum)) {
+          // A NaN sum means a NaN or +inf element. Otherwise e.max is finite or -inf, and the
+          // difference is the one the terms were computed from (ref + 64 could round up).
+          if (!std::isnan(e.sum) && e.max - ref <= kExpSumMaxShift) {
             pending += e.sum;
             continue;
           }
+          blk = std::isnan(e.sum) ? block(x + b, len)
+                                  : Acc{e.max, sum_exp_shifted(x + b, len, e.max).sum};
+          a = merge(a, {static_cast<double>(ref), pending});
+          pending = 0;
+        } else {
+          blk = block(x + b, len);
         }
-        if (have_ref) a = merge(a, {static_cast<double>(ref), pending});
-        pending = 0;
-        a = merge(a, block(x + b, len));
+        a = merge(a, blk);
         have_ref = std::isfinite(a.m);
         ref = static_cast<float>(a.m);
       }
