@@ -283,14 +283,14 @@ struct LogSumExpReducer {
   Acc run(const T* x, int64_t n) const {
     Acc a;
     if constexpr (std::is_same_v<T, float>) {
-      // Note [One pass for logsumexp]. While have_ref, a.m == ref.
-      bool have_ref = false;
-      float ref = 0;
+      // Note [One pass for logsumexp]. The reference is a.m, a float's value, while it is finite;
+      // pending holds the one-pass sums against it since a was last merged.
       double pending = 0;
       for (int64_t b = 0; b < n; b += kBlock) {
         int64_t len = std::min(kBlock, n - b);
         Acc blk;
-        if (have_ref) {
+        if (std::isfinite(a.m)) {
+          auto ref = static_cast<float>(a.m);
           ExpSum e = sum_exp_shifted(x + b, len, ref);
           // A NaN sum means a NaN or +inf element. Otherwise e.max is finite or -inf, and the
           // difference is the one the terms were computed from (ref + 64 could round up).
@@ -300,16 +300,14 @@ struct LogSumExpReducer {
           }
           blk = std::isnan(e.sum) ? block(x + b, len)
                                   : Acc{e.max, sum_exp_shifted(x + b, len, e.max).sum};
-          a = merge(a, {static_cast<double>(ref), pending});
+          a = merge(a, {a.m, pending});
           pending = 0;
         } else {
           blk = block(x + b, len);
         }
         a = merge(a, blk);
-        have_ref = std::isfinite(a.m);
-        ref = static_cast<float>(a.m);
       }
-      if (have_ref) a = merge(a, {static_cast<double>(ref), pending});
+      if (std::isfinite(a.m)) a = merge(a, {a.m, pending});
     } else {
       for (int64_t b = 0; b < n; b += kBlock)
         a = merge(a, block(x + b, std::min(kBlock, n - b)));
