@@ -30,7 +30,23 @@ inline float select(bool c, float a, float b) {
   uint32_t m = 0u - static_cast<uint32_t>(c);
   return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
 }
+// Note [Clamps and signs by bits]
+// The float32 erf and tanh loops are compute bound on the number of vector operations, and a
+// clamp written as a select costs a compare and a blend. For a non-negative value,
+// min_nonnegative clamps with one integer min, and copysign moves a sign with bit operations
+// where a select on x < 0 costs a compare, a negation and a blend. With them erf and tanh are
+// 14-18% faster in cache with AVX-512 (AMD Zen 5) and 5-8% with AVX2. (Blending on a sign bit
+// with integer shifts instead of a compare is a further 3% with AVX-512 but 5-8% slower with
+// AVX2, which has no three-input logic operation.) Every backend gives them the same values.
+// min(a, c) for a non-negative float a and a positive c, compared as bit patterns (they order as
+// the values do for non-negative floats). A NaN a has bits above +inf's and gives c, so a
+// caller must route NaN through another branch.
+inline float min_nonnegative(float a, float c) {
+  uint32_t ab = std::bit_cast<uint32_t>(a), cb = std::bit_cast<uint32_t>(c);
+  return std::bit_cast<float>(ab < cb ? ab : cb);
+}
 using std::abs;
+using std::copysign;
 using std::cos;
 using std::expm1;
 using std::log1p;
@@ -234,19 +250,20 @@ double log(T x) {
 }
 
 // tanh with float accuracy: x (1 + x^2 q(x^2)) for |x| < 0.625, q of degree 4 fitted to minimize
-// the relative error there (4.4e-9), 1 - 2 / (e + 1) with e = exp(2|x|) and x's sign above (no
-// cancellation there). e is exp2_poly_normal(2 log2(e) |x|): rounding the folded product costs at
-// most half an ulp of its exponent, and 1 - 2 / (e + 1) damps e's relative error by
-// 2e / (e + 1)^2 <= 0.35. The product is clamped to 2 log2(e) 10 (|x| = 10, where that formula
-// already rounds to 1), so exp2 needs no range handling; NaN fails the clamp comparison and
-// propagates. The clamp comes after the multiply so that the product is rounded before the adds
-// that use it: a multiply feeding two adds is fused into both by GCC and into neither by LLVM
-// (Note [LLVM agrees with the interpreter]).
+// the relative error there (4.4e-9), 1 - 2 / (e + 1) with e = exp(2|x|) above (no cancellation
+// there), and x's sign put on either (so tanh(-0) is -0). e is exp2_poly_normal(2 log2(e) |x|):
+// rounding the folded product costs at most half an ulp of its exponent, and 1 - 2 / (e + 1)
+// damps e's relative error by 2e / (e + 1)^2 <= 0.35. The product is clamped to 2 log2(e) 10
+// (|x| = 10, where that formula already rounds to 1), so exp2 needs no range handling. A NaN x
+// gets the clamp's value there (Note [Clamps and signs by bits]) but fails the branch
+// comparison, and the small branch propagates it. The clamp comes after the multiply so that the
+// product is rounded before the adds that use it: a multiply feeding two adds is fused into both by
+// GCC and into neither by LLVM (Note [LLVM agrees with the interpreter]).
 template <class V>
 KILN_ALWAYS_INLINE V tanh_poly(V x) {
   V a = abs(x);
   V y = V(2.8853900817779268147) * a;
-  V e = exp2_poly_normal(select(V(28.853900817779268147) < y, V(28.853900817779268147), y));
+  V e = exp2_poly_normal(min_nonnegative(y, V(28.853900817779268147)));
   V big = V(1) - V(2) / (e + V(1));
   V z = x * x;
   V q = V(-5.70499618e-03);
@@ -255,7 +272,7 @@ KILN_ALWAYS_INLINE V tanh_poly(V x) {
   q = q * z + V(1.33314416e-01);
   q = q * z + V(-3.33332807e-01);
   V small = x + x * z * q;
-  return select(a < V(0.625), small, select(x < V(0), -big, big));
+  return copysign(select(V(0.625) <= a, big, small), x);
 }
 
 KILN_ALWAYS_INLINE float tanh(float x) {
@@ -279,14 +296,14 @@ double tanh(T x) {
 //   2^P is exp2_poly_normal, whose relative error erfc <= 0.16 scales down to a fraction of an
 //   ulp of erf.
 // |x| is clamped to 4, where erf already rounds to 1 in float, so P stays in [-26, -2.6] and
-// needs no range handling; NaN fails the clamp comparison and propagates. The
-// coefficients come from scripts/fit_math_coefficients.py. There is no division: the earlier
-// erfc form (1 / (1 + p|x|), Abramowitz & Stegun 7.1.26) kept erf compute bound at 0.55 of the
-// copy bandwidth on AVX2, and fitting log2 rather than log saves exp's range reduction.
+// needs no range handling. A NaN x gets the clamp's value there (Note [Clamps and signs by
+// bits]) but fails the branch comparison, and the small branch propagates it. The coefficients come
+// from scripts/fit_math_coefficients.py. There is no division: the earlier erfc form (1 / (1 +
+// p|x|), Abramowitz & Stegun 7.1.26) kept erf compute bound at 0.55 of the copy bandwidth on AVX2,
+// and fitting log2 rather than log saves exp's range reduction.
 template <class V>
 KILN_ALWAYS_INLINE V erf_poly(V x) {
   V a = abs(x);
-  V ac = select(V(4) < a, V(4), a);
   V z = x * x;
   V q = V(-5.6317565e-4);
   q = q * z + V(4.91764396e-3);
@@ -295,7 +312,7 @@ KILN_ALWAYS_INLINE V erf_poly(V x) {
   q = q * z + V(-3.76123279e-1);
   q = q * z + V(1.12837911);
   V small = q * x;
-  V u = ac - V(1);
+  V u = min_nonnegative(a, V(4)) - V(1);
   V p = V(2.67731783e-4);
   p = p * u + V(-2.63461471e-3);
   p = p * u + V(1.42695634e-2);
@@ -304,7 +321,7 @@ KILN_ALWAYS_INLINE V erf_poly(V x) {
   p = p * u + V(-3.80722427);
   p = p * u + V(-2.66841674);
   V big = V(1) - exp2_poly_normal(p);
-  return select(a < V(1), small, select(x < V(0), -big, big));
+  return select(V(1) <= a, copysign(big, x), small);
 }
 
 KILN_ALWAYS_INLINE float erf(float x) {

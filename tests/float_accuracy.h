@@ -42,4 +42,17 @@ inline std::vector<float> accuracy_sweep(float limit, int n = 400000) {
   return v;
 }
 
+// Signed zeros, infinities and NaNs of both signs: where a copysign or a clamp by bits (Note
+// [Clamps and signs by bits]) can go wrong while every ulp distance above stays 0.
+inline std::vector<float> signed_special_inputs() {
+  float inf = std::numeric_limits<float>::infinity();
+  return {0.0f, -0.0f, inf, -inf, std::nanf(""), -std::nanf("")};
+}
+
+// got equals ref rounded to float bit for bit (so the sign of a zero counts), or both are NaN.
+inline bool same_bits_or_both_nan(float got, double ref) {
+  if (std::isnan(ref)) return std::isnan(got);
+  return std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(static_cast<float>(ref));
+}
+
 }  // namespace kiln_test

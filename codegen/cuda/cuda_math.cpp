@@ -113,6 +113,16 @@ CudaVal abs(CudaVal x) {
   return CudaScope::bind(c_type(CudaScope::float_type()),
                          fmt::format("{}({})", f64 ? "fabs" : "fabsf", x.code()));
 }
+// These two are used by the float32 templates only.
+CudaVal copysign(CudaVal magnitude, CudaVal sign) {
+  return CudaScope::bind("float", fmt::format("copysignf({}, {})", magnitude.code(), sign.code()));
+}
+CudaVal min_nonnegative(CudaVal a, CudaVal c) {
+  CudaVal ab = CudaScope::bind("unsigned", fmt::format("__float_as_uint({})", a.code()));
+  CudaVal cb = CudaScope::bind("unsigned", fmt::format("__float_as_uint({})", c.code()));
+  return CudaScope::bind("float", fmt::format("__uint_as_float({} < {} ? {} : {})", ab.code(),
+                                              cb.code(), ab.code(), cb.code()));
+}
 CudaVal exp2i(CudaVal n) {
   return CudaScope::bind("float", fmt::format("__uint_as_float(__float_as_uint({} + {}) << 23)",
                                               n.code(), float_literal(12583039.0, kFloat32)));

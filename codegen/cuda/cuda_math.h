@@ -55,6 +55,9 @@ CudaVal operator!=(CudaVal a, CudaVal b);
 CudaVal operator==(CudaVal a, CudaVal b);
 CudaVal select(CudaVal c, CudaVal a, CudaVal b);
 CudaVal abs(CudaVal x);
+// Note [Clamps and signs by bits] (pointwise_math.h): copysign and the bit-pattern min.
+CudaVal copysign(CudaVal magnitude, CudaVal sign);
+CudaVal min_nonnegative(CudaVal a, CudaVal c);
 // The bit tricks of pointwise_math.h's float helpers, in CUDA C.
 CudaVal exp2i(CudaVal n);
 CudaVal round_int(CudaVal x);

@@ -97,6 +97,17 @@ IRVal select(IRVal c, IRVal a, IRVal b) {
 IRVal abs(IRVal x) {
   return B().CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x.get());
 }
+IRVal copysign(IRVal magnitude, IRVal sign) {
+  return B().CreateBinaryIntrinsic(llvm::Intrinsic::copysign, magnitude.get(), sign.get());
+}
+IRVal min_nonnegative(IRVal a, IRVal c) {
+  llvm::IRBuilder<>& b = B();
+  llvm::Type* f = a.get()->getType();
+  llvm::Type* i = b.getIntNTy(f->getScalarSizeInBits());
+  llvm::Value* m = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateBitCast(a.get(), i),
+                                           b.CreateBitCast(c.get(), i));
+  return b.CreateBitCast(m, f);
+}
 // As kiln::math::exp2i: n + (1.5 * 2^23 + 127) holds n + 127 in its low mantissa bits, which the
 // shift moves into the exponent field.
 IRVal exp2i(IRVal n) {

@@ -51,6 +51,9 @@ IRVal operator!=(IRVal a, IRVal b);
 IRVal operator==(IRVal a, IRVal b);
 IRVal select(IRVal c, IRVal a, IRVal b);
 IRVal abs(IRVal x);
+// Note [Clamps and signs by bits] (pointwise_math.h): copysign and the bit-pattern min.
+IRVal copysign(IRVal magnitude, IRVal sign);
+IRVal min_nonnegative(IRVal a, IRVal c);
 // The bit tricks of pointwise_math.h's float helpers, on IR.
 IRVal exp2i(IRVal n);
 IRVal round_int(IRVal x);

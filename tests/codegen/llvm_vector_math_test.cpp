@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "codegen/kir_test_util.h"
+#include "float_accuracy.h"
 #include "kiln/config.h"
 #include "kiln/runtime/pointwise_math.h"
 
@@ -72,6 +73,26 @@ TEST(LlvmVectorMath, Float32WithinTwoUlpOfLibm) {
     EXPECT_LE(worst, 2) << c.name << ": worst at x = " << worst_at << " (" << std::hexfloat
                         << worst_at << std::defaultfloat << ")";
     std::cout << c.name << ": max " << worst << " ulp over " << n << " inputs\n";
+  }
+}
+
+// Note [Clamps and signs by bits] as LLVM IR: signed zeros, infinities and NaN of both signs
+// give libm's results bit for bit.
+TEST(LlvmVectorMath, ErfTanhKeepSignedZerosInfinitiesAndNaN) {
+  if (!KILN_WITH_LLVM) GTEST_SKIP() << "built without LLVM (KILN_WITH_LLVM=OFF)";
+  std::vector<float> xs = kiln_test::signed_special_inputs();
+  auto n = static_cast<int64_t>(xs.size());
+  Tensor x = kiln::from_vector(xs, {n});
+  for (const MathCase& c : std::vector<MathCase>{
+           {"erf", [](Val v) { return m::erf_(v); }, [](double v) { return std::erf(v); }},
+           {"tanh", [](Val v) { return m::tanh_(v); }, [](double v) { return std::tanh(v); }}}) {
+    kir::Kernel k = pointwise_kernel(c.name, {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
+                                     [&](std::span<const Val> a) { return c.val(a[0]); });
+    std::vector<float> got =
+        run_pointwise(k, {x}, kiln::kFloat32, Executor::Llvm).to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i)
+      EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got[i], c.libm(static_cast<double>(xs[i]))))
+          << c.name << "(" << xs[i] << ") = " << got[i];
   }
 }
 

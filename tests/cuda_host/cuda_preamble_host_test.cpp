@@ -144,6 +144,15 @@ TEST(CudaPreambleOnHost, IntegerPowDivisionAndFloatToIntAsTheInterpreter) {
   EXPECT_EQ(kiln_f2i32(2147483647.0), 2147483647);
 }
 
+// Note [Clamps and signs by bits] as CUDA C: signed zeros, infinities and NaN.
+TEST(CudaPreambleOnHost, ErfTanhKeepSignedZerosInfinitiesAndNaN) {
+  for (float x : kiln_test::signed_special_inputs()) {
+    auto xd = static_cast<double>(x);
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(kiln_erf_f32(x), std::erf(xd))) << x;
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(kiln_tanh_f32(x), std::tanh(xd))) << x;
+  }
+}
+
 TEST(CudaPreambleOnHost, BFloat16RoundsAsRuntimeHalf) {
   for (float x : {1.0f, 1.00390625f, 1.01171875f, -3.14159f, 65504.0f, 1e-40f, 3.4e38f,
                   std::numeric_limits<float>::infinity(), std::nanf("")}) {

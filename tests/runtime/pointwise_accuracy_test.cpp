@@ -84,6 +84,23 @@ TEST(PointwiseAccuracy, ErfFloat32) {
   std::cout << "erf: max " << w.ulps << " ulp (at x = " << w.at << ")\n";
 }
 
+// erf and tanh clamp by bits and take x's sign with copysign (Note [Clamps and signs by bits]):
+// -0 keeps its sign (libm's erf(-0) and tanh(-0) are -0), infinities give +-1, and NaN of either
+// sign stays NaN.
+TEST(PointwiseAccuracy, ErfTanhKeepSignedZerosInfinitiesAndNaN) {
+  std::vector<float> xs = kiln_test::signed_special_inputs();
+  Tensor x = kiln::from_vector(xs, {static_cast<int64_t>(xs.size())});
+  std::vector<float> erf = kiln::erf(x).to_vector<float>();
+  std::vector<float> tanh = kiln::tanh(x).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto xd = static_cast<double>(xs[i]);
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(erf[i], std::erf(xd)))
+        << "erf(" << xs[i] << ") = " << erf[i];
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(tanh[i], std::tanh(xd)))
+        << "tanh(" << xs[i] << ") = " << tanh[i];
+  }
+}
+
 TEST(PointwiseAccuracy, SigmoidSiluGeluFloat32) {
   Worst s = measure([](const Tensor& t) { return kiln::sigmoid(t); },
                     [](double x) { return 1 / (1 + std::exp(-x)); }, sweep(100.0f), 1e-30, 1e-37);
