@@ -35,12 +35,12 @@ inline float select(bool c, float a, float b) {
 // clamp written as a select costs a compare and a blend. For a non-negative value,
 // min_nonnegative clamps with one integer min, and copysign moves a sign with bit operations
 // where a select on x < 0 costs a compare, a negation and a blend. With them erf and tanh are
-// 14-18% faster in cache with AVX-512 (AMD Zen 5) and 5-8% with AVX2. (Blending on a sign bit
+// 13-18% faster in cache with AVX-512 (AMD Zen 5) and 5-8% with AVX2. (Blending on a sign bit
 // with integer shifts instead of a compare is a further 3% with AVX-512 but 5-8% slower with
 // AVX2, which has no three-input logic operation.) Every backend gives them the same values.
-// min(a, c) for a non-negative float a and a positive c, compared as bit patterns (they order as
-// the values do for non-negative floats). A NaN a has bits above +inf's and gives c, so a
-// caller must route NaN through another branch.
+// min(a, c) for a float a and a positive c with their sign bits clear (abs gives such an a),
+// compared as bit patterns: those order as the values do. A NaN a has bits above +inf's and gives
+// c, so a caller must route NaN through another branch.
 inline float min_nonnegative(float a, float c) {
   uint32_t ab = std::bit_cast<uint32_t>(a), cb = std::bit_cast<uint32_t>(c);
   return std::bit_cast<float>(ab < cb ? ab : cb);
@@ -88,9 +88,9 @@ inline float round_int(float x) {
 // Note [Vectorized exp and tanh]
 // libm's expf/tanhf/erff/logf are scalar calls, so loops over them run at a few percent of the
 // memory bandwidth. For float, exp, log, tanh, erf, exp2 and ndtr are the polynomials below,
-// written in V arithmetic and the primitives select/abs/exp2i/round_int, which the compiler
-// vectorizes. Their accuracy (a few float32 ulp) is checked against double libm over a wide sweep
-// in tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
+// written in V arithmetic and the primitives select/abs/copysign/min_nonnegative/exp2i/round_int,
+// which the compiler vectorizes. Their accuracy (a few float32 ulp) is checked against double libm
+// over a wide sweep in tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
 
 // exp with float accuracy: x = n ln2 + r with |r| <= ln2/2 (Cephes' two-constant reduction) and
 // exp(r) = p = 1 + r + r^2 q(r), q of degree 4 fitted to minimize the relative error on

@@ -44,9 +44,15 @@ inline std::vector<float> accuracy_sweep(float limit, int n = 400000) {
 
 // Signed zeros, infinities and NaNs of both signs: where a copysign or a clamp by bits (Note
 // [Clamps and signs by bits]) can go wrong while every ulp distance above stays 0.
+// Each is repeated in a rotating order over 96 elements, so that the vectorized bodies of the
+// kernels see every one in every lane position, not only their scalar tails.
 inline std::vector<float> signed_special_inputs() {
   float inf = std::numeric_limits<float>::infinity();
-  return {0.0f, -0.0f, inf, -inf, std::nanf(""), -std::nanf("")};
+  const float values[] = {0.0f, -0.0f, inf, -inf, std::nanf(""), -std::nanf("")};
+  std::vector<float> v;
+  for (int i = 0; i < 96; ++i)
+    v.push_back(values[(i + i / 6) % 6]);
+  return v;
 }
 
 // got equals ref rounded to float bit for bit (so the sign of a zero counts), or both are NaN.
