@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Fits the float32 polynomials of runtime/pointwise_math.h's exp2_poly, erf_poly and ndtr_poly
-(gelu's normal CDF) and of runtime/kernels/exp_sum_vec.cpp's summed exp terms, and reports their
+"""Fits the float32 polynomials of runtime/pointwise_math.h's exp2_poly, erf_poly and
+gelu_exact_poly and of runtime/kernels/exp_sum_vec.cpp's summed exp terms, and reports their
 worst error in float32 ulps (or relative error) against mpmath.
 
   exp2_poly: 2^r = 1 + r Q(r) on [-1/2, 1/2], Q of degree 4, minimizing the relative error
@@ -8,17 +8,17 @@ worst error in float32 ulps (or relative error) against mpmath.
   erf, |x| < 1:  erf(x) = x q(x^2), q of degree 5, minimizing the relative error of erf.
   erf, |x| >= 1: erf(x) = 1 - 2^P(|x| - 1), P of degree 6 fitted to log2(erfc) on [1, 4],
                  weighted by erfc ln 2, so that the error left in erf is what is minimized.
-  ndtr, |x| < 1:  Phi(x) = 1/2 + x r(x^2), r of degree 4, minimizing the error
-                 relative to Phi(-|x|).
-  ndtr, |x| >= 1: Phi(-|x|) = 2^R(|x| - 2), R of degree 6 fitted to log2 Phi(-a) on
-                 [1, 4 sqrt 2], weighted by Phi(-a) ln 2.
+  gelu (approximate "none"): Phi(-a) = 2^(R(min(a, 4 sqrt 2) - 7/4) - 4) for a = |x|, R of
+                 degree 10 fitted to log2 Phi(-a) + 4 on [0, 4 sqrt 2], weighted by
+                 1 / sqrt(max(|log2 Phi(-a) + 4|, 2)) (the float rounding of R grows with it),
+                 each coefficient rounded to float32 before the lower ones are refitted.
   summed exp terms: e^r = 1 + r S(r) on [-ln2/16, ln2/16], S of degree 2, minimizing the
                  relative error; the eighths 2^(j/8) come from a table.
 
 The fits are Lawson's iteratively reweighted least squares on Chebyshev nodes (converging
 toward the minimax polynomial). The check evaluates the printed float32 coefficients as the
 kernels do: float32 Horner steps (each multiply-add rounded once, as an FMA), 2^P as
-(1 + r Q(r)) times an exact 2^n, and 1 - that rounded once; gelu is checked as x ndtr(x).
+(1 + r Q(r)) times an exact 2^n, and 1 - that rounded once; gelu as gelu_exact_poly computes it.
 Needs numpy and mpmath:  pip install numpy mpmath
 """
 import argparse
@@ -90,18 +90,46 @@ def fit_erf_large(degree, edge, center):
     return lawson(np.vander(a - center, degree + 1), log2_erfc, erfc * np.log(2))
 
 
-def fit_phi_small(degree, edge):
-    x = chebyshev_nodes(0, edge, 4000)
-    ratio = np.array([float((mp.ncdf(v) - 0.5) / v) for v in x])
-    weight = np.array([float(v / mp.ncdf(-v)) for v in x])
-    return lawson(np.vander(x * x, degree + 1), ratio, weight)
+def fit_gelu_tail(degree, cap, center, offset):
+    """R, highest power first, with float32 coefficients: the highest is fitted and rounded
+    first, and each lower one is refitted to what the rounded ones leave."""
+    a = chebyshev_nodes(0, cap, 3000)
+    target = np.array([float(mp.log(mp.ncdf(-v), 2)) for v in a]) + offset
+    weight = 1 / np.sqrt(np.maximum(np.abs(target), 2))
+    design = np.vander(a - center, degree + 1)
+    fixed = []
+    for k in range(degree + 1):
+        c = f32(lawson(design[:, k:], target, weight, rounds=100)[0])
+        fixed.append(c)
+        target = target - np.float64(c) * design[:, k]
+    return fixed
 
 
-def fit_phi_large(degree, edge, cap, center):
-    a = chebyshev_nodes(edge, cap, 4000)
-    log2_phi = np.array([float(mp.log(mp.ncdf(-v), 2)) for v in a])
-    phi = np.array([float(mp.ncdf(-v)) for v in a])
-    return lawson(np.vander(a - center, degree + 1), log2_phi, phi * np.log(2))
+def gelu_tail_32(coeffs, u):
+    """R(u) as gelu_exact_poly evaluates it (coefficients highest power first): pairs
+    c0 + c1 u, ..., then q0 + u^2 ((q1 + q2 u^2) + ((q3 + q4 u^2) + c10 u^4) u^4)."""
+    c = [np.float64(v) for v in reversed(coeffs)]
+    u = np.float64(u)
+    u2 = np.float64(f32(u * u))
+    u4 = np.float64(f32(u2 * u2))
+    q = [np.float64(f32(c[i] + c[i + 1] * u)) for i in range(0, 10, 2)]
+    low = np.float64(f32(q[1] + q[2] * u2))
+    high = np.float64(f32(np.float64(f32(q[3] + q[4] * u2)) + c[10] * u4))
+    t = np.float64(f32(low + high * u4))
+    return f32(q[0] + u2 * t)
+
+
+def gelu_32(e2, coeffs, x, cap, center, offset):
+    """gelu_exact_poly: relu(x) - q (|x| 2^(n - offset)), with 2^(R - offset) = q 2^(n - offset)
+    and |x| 2^(n - offset) exact, the last multiply-add rounded once."""
+    a = abs(np.float64(x))
+    if a > cap:
+        return f32(max(np.float64(x), 0.0))
+    y = gelu_tail_32(coeffs, f32(min(f32(a), cap) - f32(center)))
+    n = np.round(np.float64(y))
+    r = f32(np.float64(y) - n)
+    q = f32(1 + np.float64(r) * np.float64(horner32(e2, r)))
+    return f32(max(np.float64(x), 0.0) - np.float64(q) * (a * 2.0**(n - offset)))
 
 
 def horner32(coeffs, x):
@@ -129,7 +157,6 @@ def ulps(a, b):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check-points", type=int, default=100000)
-    ap.add_argument("--r-degree", type=int, default=4)
     args = ap.parse_args()
     edge, center = 1.0, 1.0
     e2 = [f32(c) for c in fit_exp2(4)]
@@ -160,37 +187,24 @@ def main():
     for branch, (d, at) in worst.items():
         print(f"erf {branch} branch: worst {d} ulp at x = {at:.9g}")
 
-    # gelu_erf: the edge and the clamp are the float32 values the kernel compares with.
-    g_edge, g_cap, g_center = f32(1), f32(4 * np.sqrt(2)), 2.0
-    r_small = [f32(c) for c in fit_phi_small(args.r_degree, float(g_edge))]
-    r_large = [f32(c) for c in fit_phi_large(6, float(g_edge), float(g_cap), g_center)]
-    print("r (x^2, highest power first):", ", ".join("%.9g" % c for c in r_small))
-    print("R (|x| - 2, highest power first):", ", ".join("%.9g" % c for c in r_large))
+    # gelu (approximate "none"): the clamp is the float32 value the kernel compares with.
+    g_cap, g_center, g_offset = f32(4 * np.sqrt(2)), 1.75, 4
+    tail = fit_gelu_tail(10, float(g_cap), g_center, g_offset)
+    print("R (|x| - 7/4, highest power first):", ", ".join("%.9g" % c for c in tail))
     gx = np.concatenate([np.linspace(-float(g_cap), float(g_cap), args.check_points),
                          rng.standard_normal(args.check_points) * 2]).astype(np.float32)
-    # In the negative tail (x < -3, results under 4e-3) the fit minimizes the absolute error of
-    # Phi, so the relative error grows there; it is reported as such.
-    worst = {"small": (0, 0.0), "large": (0, 0.0), "tail": (0, 0.0)}
+    ranges = {"x < -3": (0, 0.0), "-3 <= x < -1": (0, 0.0), "-1 <= x < 0": (0, 0.0),
+              "x >= 0": (0, 0.0)}
     for x in gx:
-        a = abs(x)
-        if x < -g_cap:  # Phi(x) < 8e-9 is taken as 0 there
+        if x < -g_cap:  # Phi(x) < 8e-9 is taken as 0 there, and gelu is -0
             continue
-        if a < g_edge:
-            branch = "small"
-            phi = f32(np.float64(x) * np.float64(horner32(r_small, f32(x * x))) + 0.5)
-        else:
-            branch = "tail" if x < -3 else "large"
-            t = exp2_32(e2, horner32(r_large, f32(min(a, g_cap) - f32(g_center))))
-            phi = f32(t) if x < 0 else f32(1 - t)
-        exact = x * mp.ncdf(float(x))
-        d = ulps(f32(x * phi), f32(exact)) if branch != "tail" else float(abs(f32(x * phi) / exact - 1))
-        if d > worst[branch][0]:
-            worst[branch] = (d, float(x))
-    for branch in ("small", "large"):
-        d, at = worst[branch]
-        print(f"gelu_erf {branch} branch: worst {d} ulp at x = {at:.9g}")
-    d, at = worst["tail"]
-    print(f"gelu_erf for x < -3: worst relative error {d:.2g} at x = {at:.9g}")
+        name = ("x < -3" if x < -3 else "-3 <= x < -1" if x < -1 else "-1 <= x < 0" if x < 0
+                else "x >= 0")
+        d = ulps(gelu_32(e2, tail, x, g_cap, g_center, g_offset), f32(x * mp.ncdf(float(x))))
+        if d > ranges[name][0]:
+            ranges[name] = (d, float(x))
+    for name, (d, at) in ranges.items():
+        print(f"gelu (none), {name}: worst {d} ulp at x = {at:.9g}")
 
     # Summed exp terms (logsumexp, log_softmax): the table, ln 2 / 8 in two parts and S.
     c1, c2 = ln2_eighth_parts()

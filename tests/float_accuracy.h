@@ -61,4 +61,11 @@ inline bool same_bits_or_both_nan(float got, double ref) {
   return std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(static_cast<float>(ref));
 }
 
+// gelu(approximate="none") = x Phi(x) in double, with its limit -0 at -inf (where
+// 0.5 x (1 + erf) gives NaN): the value every backend must give at signed_special_inputs().
+inline double gelu_special(float x) {
+  if (std::isinf(x) && x < 0) return -0.0;
+  return static_cast<double>(x) * (std::erfc(static_cast<double>(x) * -0.70710678118654752440) / 2);
+}
+
 }  // namespace kiln_test

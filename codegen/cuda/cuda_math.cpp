@@ -168,7 +168,8 @@ std::string build_preamble() {
   s += float_function("kiln_tanh_f32", [](CudaVal x) { return kiln::math::tanh_poly(x); });
   s += float_function("kiln_erf_f32", [](CudaVal x) { return kiln::math::erf_poly(x); });
   s += float_function("kiln_exp2_f32", [](CudaVal x) { return kiln::math::exp2_poly(x); });
-  s += float_function("kiln_ndtr_f32", [](CudaVal x) { return kiln::math::ndtr_poly(x); });
+  s += float_function("kiln_gelu_exact_f32",
+                      [](CudaVal x) { return kiln::math::gelu_exact_poly(x); });
   s += R"(// torch.maximum / minimum: a NaN on either side is the result.
 KILN_DEVICE float kiln_max_f32(float x, float y) { return x != x ? x : ((y != y || y > x) ? y : x); }
 KILN_DEVICE float kiln_min_f32(float x, float y) { return x != x ? x : ((y != y || y < x) ? y : x); }

@@ -200,10 +200,13 @@ std::string unary_code(std::string_view kernel, UnaryOp op, DType t, const std::
       return f32 ? fmt::format("kiln_erf_f32({})", x) : lib("erf");
     case UnaryOp::Exp2:
       return f32 ? fmt::format("kiln_exp2_f32({})", x) : lib("exp2");
-    case UnaryOp::Ndtr:
-      // kiln::math::ndtr(double): erfc(x * -1/sqrt 2) * 0.5.
-      return f32 ? fmt::format("kiln_ndtr_f32({})", x)
-                 : fmt::format("(erfc(({}) * -0.70710678118654752440) * 0.5)", x);
+    case UnaryOp::GeluExact:
+      // kiln::math::gelu_exact(double): x < -40 ? -0 : x * (erfc(x * -1/sqrt 2) * 0.5).
+      return f32 ? fmt::format("kiln_gelu_exact_f32({})", x)
+                 : fmt::format(
+                       "(({0}) < -40.0 ? -0.0 : ({0}) * (erfc(({0}) * "
+                       "-0.70710678118654752440) * 0.5))",
+                       x);
     case UnaryOp::Log1p:
       return lib("log1p");
     case UnaryOp::Expm1:

@@ -203,8 +203,8 @@ void unary_float(UnaryOp op, const void* a, void* out, int n) {
       return map1<T>(a, out, n, [](T x) { return m::erf(x); });
     case UnaryOp::Exp2:
       return map1<T>(a, out, n, [](T x) { return m::exp2(x); });
-    case UnaryOp::Ndtr:
-      return map1<T>(a, out, n, [](T x) { return m::ndtr(x); });
+    case UnaryOp::GeluExact:
+      return map1<T>(a, out, n, [](T x) { return m::gelu_exact(x); });
     case UnaryOp::Not:
       return;  // the verifier allows not on b8 only
   }

@@ -45,8 +45,9 @@ std::string_view name_of(const std::string_view (&names)[N], uint8_t v) {
   return v < N ? names[v] : "?";
 }
 
-constexpr std::string_view kUnaryNames[] = {"neg", "abs", "exp",  "log", "log1p", "expm1", "sqrt",
-                                            "sin", "cos", "tanh", "erf", "not",   "exp2",  "ndtr"};
+constexpr std::string_view kUnaryNames[] = {"neg",   "abs",  "exp",  "log",       "log1p",
+                                            "expm1", "sqrt", "sin",  "cos",       "tanh",
+                                            "erf",   "not",  "exp2", "gelu_exact"};
 constexpr std::string_view kBinaryNames[] = {"add", "sub", "mul", "div", "rem", "pow", "max",
                                              "min", "eq",  "ne",  "lt",  "le",  "and", "or"};
 constexpr std::string_view kReduceNames[] = {"sum", "prod", "max", "min"};
@@ -466,8 +467,8 @@ Val erf(Val x) {
 Val exp2(Val x) {
   return unary_op(UnaryOp::Exp2, x);
 }
-Val ndtr(Val x) {
-  return unary_op(UnaryOp::Ndtr, x);
+Val gelu_exact(Val x) {
+  return unary_op(UnaryOp::GeluExact, x);
 }
 Val pow(Val a, Val b) {
   return binary_op(BinaryOp::Pow, a, b);

@@ -52,8 +52,8 @@ enum class ExprKind : uint8_t {
 
 // The primitives of runtime/pointwise_math.h. Each evaluates exactly as that header's overload
 // for the operand's dtype does (e.g. Exp on Float32 is kiln::math::exp(float)).
-// Exp2 and Ndtr (the normal CDF) are the pieces gelu is written with (kiln::math::gelu_erf and
-// gelu_tanh); they come after Not so that the older ops keep their numbers.
+// Exp2 and GeluExact are the primitives the gelus are written with (kiln::math::gelu_tanh and
+// gelu_erf); they come after Not so that the older ops keep their numbers.
 enum class UnaryOp : uint8_t {
   Neg,
   Abs,
@@ -68,7 +68,7 @@ enum class UnaryOp : uint8_t {
   Erf,
   Not,
   Exp2,
-  Ndtr
+  GeluExact
 };
 // Arithmetic ops take and give the operands' dtype; comparisons give Bool; And/Or take Bool.
 // Div on integers truncates (index arithmetic); Rem is the matching remainder.
@@ -241,7 +241,7 @@ Val cos(Val x);
 Val tanh(Val x);
 Val erf(Val x);
 Val exp2(Val x);
-Val ndtr(Val x);
+Val gelu_exact(Val x);
 Val pow(Val a, Val b);
 Val cast(Val x, DType dtype);
 // x converted as the eager pointwise kernels convert an operand: to the op's result dtype

@@ -65,7 +65,8 @@ std::string_view kind_name(ExprKind kind) {
 
 std::string unary_problem(const Expr& e, DType a) {
   auto op = static_cast<UnaryOp>(e.op);
-  if (e.op > static_cast<uint8_t>(UnaryOp::Ndtr)) return fmt::format("unknown unary op {}", e.op);
+  if (e.op > static_cast<uint8_t>(UnaryOp::GeluExact))
+    return fmt::format("unknown unary op {}", e.op);
   std::string_view name = unary_op_name(op);
   if (a != e.dtype) {
     return fmt::format("{} of operand dtype {} is typed {}; it must keep its operand's dtype", name,

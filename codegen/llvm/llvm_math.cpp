@@ -164,13 +164,14 @@ llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryO
     case UnaryOp::Exp2:
       if (f32) return kiln::math::exp2_poly(IRVal(x)).get();
       return call_libm(b, m, "exp2f", "exp2", t, x);
-    case UnaryOp::Ndtr: {
-      if (f32) return kiln::math::ndtr_poly(IRVal(x)).get();
-      // kiln::math::ndtr(double): erfc(x * -1/sqrt 2) * 0.5.
-      llvm::Value* scaled =
-          b.CreateFMul(x, llvm::ConstantFP::get(x->getType(), -0.70710678118654752440));
-      return b.CreateFMul(call_libm(b, m, "erfcf", "erfc", t, scaled),
-                          llvm::ConstantFP::get(x->getType(), 0.5));
+    case UnaryOp::GeluExact: {
+      if (f32) return kiln::math::gelu_exact_poly(IRVal(x)).get();
+      // kiln::math::gelu_exact(double): x < -40 ? -0 : x * (erfc(x * -1/sqrt 2) * 0.5).
+      auto c = [&](double v) { return llvm::ConstantFP::get(x->getType(), v); };
+      llvm::Value* erfc =
+          call_libm(b, m, "erfcf", "erfc", t, b.CreateFMul(x, c(-0.70710678118654752440)));
+      llvm::Value* product = b.CreateFMul(x, b.CreateFMul(erfc, c(0.5)));
+      return b.CreateSelect(b.CreateFCmpOLT(x, c(-40.0)), c(-0.0), product);
     }
     case UnaryOp::Log:
       if (f32) return kiln::math::log_poly(IRVal(x)).get();

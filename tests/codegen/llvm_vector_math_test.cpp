@@ -77,13 +77,14 @@ TEST(LlvmVectorMath, Float32WithinTwoUlpOfLibm) {
 }
 
 // Note [Clamps and signs by bits] as LLVM IR: signed zeros, infinities and NaN of both signs
-// give libm's results bit for bit, and the branch and clamp boundaries of erf (1, 4) and tanh
-// (0.625, 10) and their neighbours give the interpreter's (the eager math) bit for bit.
-TEST(LlvmVectorMath, ErfTanhKeepSignedZerosInfinitiesAndNaN) {
+// give libm's results bit for bit (gelu: its limit -0 at -inf), and the branch and clamp
+// boundaries of erf (1, 4), tanh (0.625, 10) and gelu (4 sqrt 2) and their neighbours give the
+// interpreter's (the eager math) bit for bit.
+TEST(LlvmVectorMath, ErfTanhGeluKeepSignedZerosInfinitiesAndNaN) {
   if (!KILN_WITH_LLVM) GTEST_SKIP() << "built without LLVM (KILN_WITH_LLVM=OFF)";
   std::vector<float> xs = kiln_test::signed_special_inputs();
   const size_t specials = xs.size();
-  for (float b : {0.625f, 1.0f, 4.0f, 10.0f}) {
+  for (float b : {0.625f, 1.0f, 4.0f, 10.0f, 5.65685424949238019520f}) {
     for (float v : {b, std::nextafter(b, 0.0f), std::nextafter(b, 100.0f)}) {
       xs.push_back(v);
       xs.push_back(-v);
@@ -93,7 +94,9 @@ TEST(LlvmVectorMath, ErfTanhKeepSignedZerosInfinitiesAndNaN) {
   Tensor x = kiln::from_vector(xs, {n});
   for (const MathCase& c : std::vector<MathCase>{
            {"erf", [](Val v) { return m::erf_(v); }, [](double v) { return std::erf(v); }},
-           {"tanh", [](Val v) { return m::tanh_(v); }, [](double v) { return std::tanh(v); }}}) {
+           {"tanh", [](Val v) { return m::tanh_(v); }, [](double v) { return std::tanh(v); }},
+           {"gelu", [](Val v) { return m::gelu_erf(v); },
+            [](double v) { return kiln_test::gelu_special(static_cast<float>(v)); }}}) {
     kir::Kernel k = pointwise_kernel(c.name, {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
                                      [&](std::span<const Val> a) { return c.val(a[0]); });
     std::vector<float> got =

@@ -86,18 +86,22 @@ TEST(PointwiseAccuracy, ErfFloat32) {
 
 // erf and tanh clamp by bits and take x's sign with copysign (Note [Clamps and signs by bits]):
 // -0 keeps its sign (libm's erf(-0) and tanh(-0) are -0), infinities give +-1, and NaN of either
-// sign stays NaN.
-TEST(PointwiseAccuracy, ErfTanhKeepSignedZerosInfinitiesAndNaN) {
+// sign stays NaN. gelu (Note [gelu as one branch]) keeps the zero's sign, is inf at inf and -0 at
+// -inf (its limit).
+TEST(PointwiseAccuracy, ErfTanhGeluKeepSignedZerosInfinitiesAndNaN) {
   std::vector<float> xs = kiln_test::signed_special_inputs();
   Tensor x = kiln::from_vector(xs, {static_cast<int64_t>(xs.size())});
   std::vector<float> erf = kiln::erf(x).to_vector<float>();
   std::vector<float> tanh = kiln::tanh(x).to_vector<float>();
+  std::vector<float> gelu = kiln::gelu(x).to_vector<float>();
   for (size_t i = 0; i < xs.size(); ++i) {
     auto xd = static_cast<double>(xs[i]);
     EXPECT_TRUE(kiln_test::same_bits_or_both_nan(erf[i], std::erf(xd)))
         << "erf(" << xs[i] << ") = " << erf[i];
     EXPECT_TRUE(kiln_test::same_bits_or_both_nan(tanh[i], std::tanh(xd)))
         << "tanh(" << xs[i] << ") = " << tanh[i];
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(gelu[i], kiln_test::gelu_special(xs[i])))
+        << "gelu(" << xs[i] << ") = " << gelu[i];
   }
 }
 
@@ -136,32 +140,46 @@ TEST(PointwiseAccuracy, SigmoidSiluGeluFloat32) {
     if (rel_ulps > g_worst) g_worst = rel_ulps, g_at = gx[i];
   }
   Worst e = measure([](const Tensor& t) { return kiln::gelu(t); },
-                    [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, sweep(20.0f),
-                    0.1, 2e-6);
-  EXPECT_LE(e.ulps, 16) << "gelu(erf) worst at x = " << e.at;
+                    [](double x) { return kiln_test::gelu_special(static_cast<float>(x)); },
+                    sweep(20.0f), 4.4e-8, 4.4e-8);
+  EXPECT_LE(e.ulps, 36) << "gelu(erf) worst at x = " << e.at;
   std::cout << "sigmoid: max " << s.ulps << " ulp; gelu(tanh): max " << g_worst
             << " ulp (relative, at x = " << g_at << "); gelu(none): max " << e.ulps << " ulp\n";
 }
 
-// gelu(erf)'s negative tail, x in [-3, -1] (results from -0.16 down to -0.004): Phi(x) is computed
-// directly there (kiln::math::ndtr), not as 1 + erf(x / sqrt 2) with erf near -1, so the error
-// stays relative instead of growing with the cancellation (106 ulp near x = -3 in that form).
+// gelu(erf) on every float of [-4 sqrt 2, -1] and every 64th of [-1, 0] (Note [gelu as one
+// branch]): Phi(-|x|) is computed directly, not as 1 + erf(x / sqrt 2) with erf near -1, so the
+// error stays relative instead of growing with the cancellation (106 ulp near x = -3 in that
+// form, and all of it further down). Below -4 sqrt 2 gelu is -0, within 4.4e-8 of the exact value.
 TEST(PointwiseAccuracy, GeluErfNegativeTailKeepsItsRelativeAccuracy) {
+  const float cap = 5.65685424949238019520f;
+  const uint32_t one = std::bit_cast<uint32_t>(1.0f);
   std::vector<float> xs;
-  for (float x = -3.0f; x <= -1.0f; x = std::nextafter(x, 0.0f))
+  for (uint32_t b = 0; b <= std::bit_cast<uint32_t>(cap); b += b < one ? 64 : 1)
+    xs.push_back(-std::bit_cast<float>(b));
+  for (float x : {std::nextafter(-cap, -10.0f), -6.0f, -10.0f, -1e30f})
     xs.push_back(x);
   std::vector<float> y =
       kiln::gelu(kiln::from_vector(xs, {static_cast<int64_t>(xs.size())})).to_vector<float>();
-  int64_t worst = 0;
-  float at = 0;
+  int64_t worst_near = 0, worst_tail = 0;  // x >= -3 and x < -3
+  float near_at = 0, tail_at = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     double x = xs[i];
-    auto want = static_cast<float>(0.5 * x * std::erfc(-x / std::sqrt(2.0)));
-    int64_t d = ulp_distance(y[i], want);
-    if (d > worst) worst = d, at = xs[i];
+    double want = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    if (xs[i] < -cap) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(-0.0f)) << "x = " << x;
+      EXPECT_LT(std::fabs(want), 4.4e-8) << "x = " << x;
+      continue;
+    }
+    int64_t d = ulp_distance(y[i], static_cast<float>(want));
+    if (x >= -3 && d > worst_near) worst_near = d, near_at = xs[i];
+    if (x < -3 && d > worst_tail) worst_tail = d, tail_at = xs[i];
   }
-  EXPECT_LE(worst, 16) << "worst at x = " << at;
-  std::cout << "gelu(none) on [-3, -1]: max " << worst << " ulp (at x = " << at << ")\n";
+  // 10 here; 11 at x = -0.1404 when every float of [-1, 0] is run.
+  EXPECT_LE(worst_near, 12) << "worst at x = " << near_at;
+  EXPECT_LE(worst_tail, 36) << "worst at x = " << tail_at;  // 34 at x = -5.4765
+  std::cout << "gelu(none) on [-3, 0]: max " << worst_near << " ulp (at x = " << near_at
+            << "); on [-4 sqrt 2, -3]: max " << worst_tail << " ulp (at x = " << tail_at << ")\n";
 }
 
 // The float32 exp2 that gelu(tanh) is written with: within 2 ulp of libm over every binade of
