@@ -340,9 +340,9 @@ double erf(T x) {
 // gelu(x) = x Phi(x) (approximate="none") with float accuracy and no select between branches:
 // with a = |x| and t = Phi(-a), gelu is -a t for x < 0 and x - x t for x >= 0, that is
 // relu(x) - a t, and t is one function of a for both signs. t = 2^(R(a) - 4), R of degree 10
-// fitted to log2 Phi(-a) + 4 on [0, 4 sqrt 2] by scripts/fit_math_coefficients.py. Within 11 ulp
-// down to x = -3 and 34 below (where Phi is tiny, and 0.5 x (1 + erf) loses it all to
-// cancellation).
+// fitted to log2 Phi(-a) + 4 on [0, 4 sqrt 2] by scripts/fit_math_coefficients.py. With the
+// multiply-adds contracted (as the library builds it), within 11 ulp down to x = -3 and 34 below
+// (where Phi is tiny, and 0.5 x (1 + erf) loses it all to cancellation); 43 below without.
 // - Speed: in cache these loops are bound by the latency of each element's chain of dependent
 //   operations more than by their count (with the same operations, Horner's rule for R ran 20%
 //   slower than the form below, and a compare and blend for the clamp 15% slower than the integer
@@ -354,8 +354,8 @@ double erf(T x) {
 //   comes back exactly in a 2^(n - 4). |x| is clamped to 4 sqrt 2, where 1 - t rounds to 1, and
 //   beyond it a 2^(n - 4) is taken as 0: gelu is x above and -0 below (Phi < 8e-9) and at -inf,
 //   its limit (0.5 x (1 + erf) gives NaN there). A NaN x makes a 2^(n - 4) NaN.
-// - a 2^(n - 4) is exact, and its product with 2^(r - n) and the subtraction from relu(x) round
-//   once, as one multiply-add.
+// - a 2^(n - 4) is exact for |x| >= 2^-125 (below, the result is within an ulp of a denormal),
+//   and its product with 2^(r - n) and the subtraction from relu(x) are one multiply-add.
 template <class V>
 KILN_ALWAYS_INLINE V gelu_exact_poly(V x) {
   V a = abs(x);

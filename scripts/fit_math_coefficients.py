@@ -123,8 +123,8 @@ def gelu_32(e2, coeffs, x, cap, center, offset):
     """gelu_exact_poly: relu(x) - q (|x| 2^(n - offset)), with 2^(R - offset) = q 2^(n - offset)
     and |x| 2^(n - offset) exact, the last multiply-add rounded once."""
     a = abs(np.float64(x))
-    if a > cap:
-        return f32(max(np.float64(x), 0.0))
+    if a > cap:  # the select zeroes |x| 2^(n - offset): x above, -0 below
+        return f32(x) if x > 0 else f32(-0.0)
     y = gelu_tail_32(coeffs, f32(min(f32(a), cap) - f32(center)))
     n = np.round(np.float64(y))
     r = f32(np.float64(y) - n)

@@ -77,12 +77,13 @@ void check(llvm::Error e, std::string_view what) {
 }
 
 // Note [Vector math]
-// exp, log, tanh, erf, exp2 and gelu_exact (and sigmoid and gelu_tanh, built on them) in float32
-// are the polynomial templates of runtime/pointwise_math.h, emitted as plain vectorizable IR
-// (llvm_math.h), so compiled code and the eager kernels compute them identically. glibc's libmvec
-// was the alternative (through the vectorizer's vector-library mapping), but its AVX2 logf is 3 ulp
-// from libm's logf at x = 1.24, outside the 2 ulp that tests/codegen/llvm_vector_math_test.cpp
-// holds every backend to. float64 math stays scalar libm, as the eager kernels call it.
+// exp, log, tanh, erf and exp2 (and sigmoid and gelu_tanh, built on them), and gelu_exact, in
+// float32 are the polynomial templates of runtime/pointwise_math.h, emitted as plain vectorizable
+// IR (llvm_math.h), so compiled code and the eager kernels compute them identically. glibc's
+// libmvec was the alternative (through the vectorizer's vector-library mapping), but its AVX2 logf
+// is 3 ulp from libm's logf at x = 1.24, outside the 2 ulp that
+// tests/codegen/llvm_vector_math_test.cpp holds every backend to (gelu_exact it holds to the
+// interpreter bit for bit). float64 math stays scalar libm, as the eager kernels call it.
 
 class Jit {
  public:

@@ -140,9 +140,9 @@ TEST(PointwiseAccuracy, SigmoidSiluGeluFloat32) {
     if (rel_ulps > g_worst) g_worst = rel_ulps, g_at = gx[i];
   }
   Worst e = measure([](const Tensor& t) { return kiln::gelu(t); },
-                    [](double x) { return kiln_test::gelu_special(static_cast<float>(x)); },
-                    sweep(20.0f), 4.4e-8, 4.4e-8);
-  EXPECT_LE(e.ulps, 36) << "gelu(erf) worst at x = " << e.at;
+                    [](double x) { return kiln_test::gelu_sweep_reference(static_cast<float>(x)); },
+                    sweep(20.0f), static_cast<double>(std::numeric_limits<float>::min()), 3e-45);
+  EXPECT_LE(e.ulps, 44) << "gelu(erf) worst at x = " << e.at;  // as the tail test below
   std::cout << "sigmoid: max " << s.ulps << " ulp; gelu(tanh): max " << g_worst
             << " ulp (relative, at x = " << g_at << "); gelu(none): max " << e.ulps << " ulp\n";
 }
@@ -177,7 +177,9 @@ TEST(PointwiseAccuracy, GeluErfNegativeTailKeepsItsRelativeAccuracy) {
   }
   // 10 here; 11 at x = -0.1404 when every float of [-1, 0] is run.
   EXPECT_LE(worst_near, 12) << "worst at x = " << near_at;
-  EXPECT_LE(worst_tail, 36) << "worst at x = " << tail_at;  // 34 at x = -5.4765
+  // 34 at x = -5.4765 with the library's multiply-add contraction, 43 without (a build with no
+  // FMA in its baseline).
+  EXPECT_LE(worst_tail, 44) << "worst at x = " << tail_at;
   std::cout << "gelu(none) on [-3, 0]: max " << worst_near << " ulp (at x = " << near_at
             << "); on [-4 sqrt 2, -3]: max " << worst_tail << " ulp (at x = " << tail_at << ")\n";
 }
