@@ -168,6 +168,8 @@ std::string build_preamble() {
   s += float_function("kiln_tanh_f32", [](CudaVal x) { return kiln::math::tanh_poly(x); });
   s += float_function("kiln_erf_f32", [](CudaVal x) { return kiln::math::erf_poly(x); });
   s += float_function("kiln_exp2_f32", [](CudaVal x) { return kiln::math::exp2_poly(x); });
+  s += float_function("kiln_expm1_f32", [](CudaVal x) { return kiln::math::expm1_poly(x); });
+  s += float_function("kiln_log1p_f32", [](CudaVal x) { return kiln::math::log1p_poly(x); });
   s += float_function("kiln_gelu_exact_f32",
                       [](CudaVal x) { return kiln::math::gelu_exact_poly(x); });
   s += R"(// torch.maximum / minimum: a NaN on either side is the result.

@@ -208,9 +208,9 @@ std::string unary_code(std::string_view kernel, UnaryOp op, DType t, const std::
                        "-0.70710678118654752440) * 0.5))",
                        x);
     case UnaryOp::Log1p:
-      return lib("log1p");
+      return f32 ? fmt::format("kiln_log1p_f32({})", x) : lib("log1p");
     case UnaryOp::Expm1:
-      return lib("expm1");
+      return f32 ? fmt::format("kiln_expm1_f32({})", x) : lib("expm1");
     case UnaryOp::Sqrt:
       return lib("sqrt");
     case UnaryOp::Sin:

@@ -177,8 +177,10 @@ llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryO
       if (f32) return kiln::math::log_poly(IRVal(x)).get();
       return call_libm(b, m, "logf", "log", t, x);
     case UnaryOp::Log1p:
+      if (f32) return kiln::math::log1p_poly(IRVal(x)).get();
       return call_libm(b, m, "log1pf", "log1p", t, x);
     case UnaryOp::Expm1:
+      if (f32) return kiln::math::expm1_poly(IRVal(x)).get();
       return call_libm(b, m, "expm1f", "expm1", t, x);
     case UnaryOp::Sin:
       return call_libm(b, m, "sinf", "sin", t, x);

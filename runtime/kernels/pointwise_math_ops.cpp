@@ -1,5 +1,7 @@
 // Pointwise math ops beyond the arithmetic of pointwise_ops.cpp: pow, the float functions
 // (log1p ... erf, gelu, silu), abs, sign and clamp. The math is in runtime/pointwise_math.h.
+#include <optional>
+
 #include "kiln/runtime/kernels/pointwise_kernels.h"
 #include "kiln/runtime/pointwise_math.h"
 
@@ -55,6 +57,13 @@ void pow_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
     C ev = e.to<C>();
+    if constexpr (std::is_floating_point_v<C>) {
+      bool done =
+          math::visit_pow_by_constant(static_cast<double>(ev), [&]<math::PowByConstant K>() {
+            unary_loop<T, T>(it, [](C x) { return math::pow_constant<K>(x); });
+          });
+      if (done) return;
+    }
     unary_loop<T, T>(it, [ev](C x) { return math::pow_(x, ev); });
   });
 }
@@ -67,8 +76,19 @@ kir::Val pow_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType
 kir::Val pow_scalar_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs,
                          DType result) {
   const Scalar& e = attrs_as<ScalarOtherAttrs>(attrs).other;
-  return math_expr(result,
-                   [&] { return math::pow_(operand_expr(in[0], result), scalar_expr(e, result)); });
+  return math_expr(result, [&] {
+    kir::Val x = operand_expr(in[0], result);
+    // As the eager kernel (Note [pow by a constant exponent]), for the exponent as the result
+    // dtype's compute type holds it.
+    if (is_floating(result)) {
+      double ev = result == kFloat64 ? e.to<double>() : static_cast<double>(e.to<float>());
+      std::optional<kir::Val> by;
+      math::visit_pow_by_constant(ev,
+                                  [&]<math::PowByConstant K>() { by = math::pow_constant<K>(x); });
+      if (by) return *by;
+    }
+    return math::pow_(x, scalar_expr(e, result));
+  });
 }
 
 // ---- gelu ----

@@ -45,6 +45,8 @@ TEST(LlvmVectorMath, Float32WithinTwoUlpOfLibm) {
       {"log", [](Val x) { return m::log_(x); }, [](double x) { return std::log(x); }},
       {"tanh", [](Val x) { return m::tanh_(x); }, [](double x) { return std::tanh(x); }},
       {"erf", [](Val x) { return m::erf_(x); }, [](double x) { return std::erf(x); }},
+      {"log1p", [](Val x) { return m::log1p_(x); }, [](double x) { return std::log1p(x); }},
+      {"expm1", [](Val x) { return m::expm1_(x); }, [](double x) { return std::expm1(x); }},
       // No libm sigmoid: its formula in double with libm's exp.
       {"sigmoid", [](Val x) { return m::sigmoid(x); },
        [](double x) { return 1 / (1 + std::exp(-x)); }},
@@ -100,10 +102,10 @@ TEST(LlvmVectorMath, GeluMatchesTheInterpreterBitForBit) {
 }
 
 // Note [Clamps and signs by bits] as LLVM IR: signed zeros, infinities and NaN of both signs
-// give libm's results bit for bit (gelu: its limit -0 at -inf), and the branch and clamp
-// boundaries of erf (1, 4), tanh (0.625, 10) and gelu (4 sqrt 2) and their neighbours give the
-// interpreter's (the eager math) bit for bit.
-TEST(LlvmVectorMath, ErfTanhGeluKeepSignedZerosInfinitiesAndNaN) {
+// give libm's results bit for bit (gelu: its limit -0 at -inf; log1p and expm1 too), and the branch
+// and clamp boundaries of erf (1, 4), tanh (0.625, 10) and gelu (4 sqrt 2) and their neighbours
+// give the interpreter's (the eager math) bit for bit.
+TEST(LlvmVectorMath, MathKeepsSignedZerosInfinitiesAndNaN) {
   if (!KILN_WITH_LLVM) GTEST_SKIP() << "built without LLVM (KILN_WITH_LLVM=OFF)";
   std::vector<float> xs = kiln_test::signed_special_inputs();
   const size_t specials = xs.size();
@@ -119,7 +121,9 @@ TEST(LlvmVectorMath, ErfTanhGeluKeepSignedZerosInfinitiesAndNaN) {
            {"erf", [](Val v) { return m::erf_(v); }, [](double v) { return std::erf(v); }},
            {"tanh", [](Val v) { return m::tanh_(v); }, [](double v) { return std::tanh(v); }},
            {"gelu", [](Val v) { return m::gelu_erf(v); },
-            [](double v) { return kiln_test::gelu_special(static_cast<float>(v)); }}}) {
+            [](double v) { return kiln_test::gelu_special(static_cast<float>(v)); }},
+           {"log1p", [](Val v) { return m::log1p_(v); }, [](double v) { return std::log1p(v); }},
+           {"expm1", [](Val v) { return m::expm1_(v); }, [](double v) { return std::expm1(v); }}}) {
     kir::Kernel k = pointwise_kernel(c.name, {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
                                      [&](std::span<const Val> a) { return c.val(a[0]); });
     std::vector<float> got =

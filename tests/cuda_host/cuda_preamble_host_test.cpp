@@ -70,7 +70,7 @@ Check check(Cuda cuda, Eager eager, double (*ref)(double), const std::vector<flo
   return c;
 }
 
-TEST(CudaPreambleOnHost, ExpLogTanhErfExp2GeluAreTheEagerPolynomials) {
+TEST(CudaPreambleOnHost, FloatMathIsTheEagerPolynomials) {
   Check e = check(
       kiln_exp_f32, [](float x) { return kiln::math::exp(x); },
       [](double x) { return std::exp(x); }, sweep(110.0f),
@@ -106,13 +106,24 @@ TEST(CudaPreambleOnHost, ExpLogTanhErfExp2GeluAreTheEagerPolynomials) {
       [](double x) { return kiln_test::gelu_sweep_reference(static_cast<float>(x)); }, sweep(10.0f),
       static_cast<double>(std::numeric_limits<float>::min()), 3e-45);
   EXPECT_LE(g.vs_libm, 44);
+  Check lp = check(
+      kiln_log1p_f32, [](float x) { return kiln::math::log1p(x); },
+      [](double x) { return std::log1p(x); }, sweep(100.0f), 0);
+  EXPECT_LE(lp.vs_libm, 2);
+  Check em = check(
+      kiln_expm1_f32, [](float x) { return kiln::math::expm1(x); },
+      [](double x) { return std::expm1(x); }, sweep(100.0f),
+      static_cast<double>(std::numeric_limits<float>::min()), 2e-45);
+  EXPECT_LE(em.vs_libm, 2);
   // The same template: only the compilers' multiply-add contraction may differ.
-  for (const Check* c : {&e, &l, &t, &f, &e2, &g})
+  for (const Check* c : {&e, &l, &t, &f, &e2, &g, &lp, &em})
     EXPECT_LE(c->vs_eager, 2);
   std::cout << "ulps vs libm / vs eager: exp " << e.vs_libm << "/" << e.vs_eager << ", log "
             << l.vs_libm << "/" << l.vs_eager << ", tanh " << t.vs_libm << "/" << t.vs_eager
             << ", erf " << f.vs_libm << "/" << f.vs_eager << ", exp2 " << e2.vs_libm << "/"
-            << e2.vs_eager << ", gelu " << g.vs_libm << "/" << g.vs_eager << "\n";
+            << e2.vs_eager << ", gelu " << g.vs_libm << "/" << g.vs_eager << ", log1p "
+            << lp.vs_libm << "/" << lp.vs_eager << ", expm1 " << em.vs_libm << "/" << em.vs_eager
+            << "\n";
 }
 
 TEST(CudaPreambleOnHost, MaxMinPropagateNaNFromEitherSide) {

@@ -457,6 +457,10 @@ TEST(PointwiseExpr, AttributesAndDTypeEdges) {
   check_case("pow", {i32a, vec<int32_t>({3, -1, 2, -2, 0, 4}, i32)}, kiln::NoAttrs{});
   check_case("pow_scalar", {i32a}, ScalarOtherAttrs{3});
   check_case("pow_scalar", {x32}, ScalarOtherAttrs{2.5});
+  for (double e : {2.0, 3.0, -2.0, 0.5, -0.5, -1.0}) {  // Note [pow by a constant exponent]
+    check_case("pow_scalar", {x32}, ScalarOtherAttrs{e});
+    check_case("pow_scalar", {x64}, ScalarOtherAttrs{e});
+  }
   check_case("pow_scalar", {i32a}, ScalarOtherAttrs{0.5});
   check_case("clamp", {i32a}, kiln::ClampAttrs{-1, 2});
   check_case("clamp", {i32a}, kiln::ClampAttrs{3, -1});

@@ -164,6 +164,13 @@ KILN_REGISTER_OPINFO(pow, [] {
     add(pow_scalar_samples(kiln::kInt64, -4, 4, 3, kiln::kInt64, 920));
     add(pow_scalar_samples(kiln::kInt32, 0, 9, 0.5, kiln::kFloat32, 930));
     add(pow_scalar_samples(kiln::kFloat16, 0.1, 3, 2, kiln::kFloat16, 940));
+    // The exponents computed without pow (Note [pow by a constant exponent]), negative bases
+    // where pow is defined.
+    add(pow_scalar_samples(kiln::kFloat32, -3, 3, 2, kiln::kFloat32, 950));
+    add(pow_scalar_samples(kiln::kFloat32, -3, 3, 3, kiln::kFloat32, 960));
+    add(pow_scalar_samples(kiln::kFloat64, 0.5, 3, -2, kiln::kFloat64, 970));
+    add(pow_scalar_samples(kiln::kFloat32, 0.1, 4, -0.5, kiln::kFloat32, 980));
+    add(pow_scalar_samples(kiln::kBFloat16, 0.5, 4, -1, kiln::kBFloat16, 990));
     return s;
   };
   return info;

@@ -84,6 +84,45 @@ TEST(PointwiseAccuracy, ErfFloat32) {
   std::cout << "erf: max " << w.ulps << " ulp (at x = " << w.at << ")\n";
 }
 
+// log1p and expm1 (log1p_poly and expm1_poly): over the sweep, every 997th positive float
+// (every binade up to inf, where expm1 overflows above 88.72 and log1p keeps growing) and every
+// 997th float of (-1, 0). Results below the normal range count by absolute error: expm1 halves
+// and doubles x there, which can lose the last denormal bit.
+TEST(PointwiseAccuracy, Log1pExpm1Float32) {
+  std::vector<float> xs = sweep(100.0f);
+  for (uint32_t b = 1; b <= 0x7f800000u; b += 997)
+    xs.push_back(std::bit_cast<float>(b));
+  for (uint32_t b = 1; b < 0x3f800000u; b += 997)
+    xs.push_back(-std::bit_cast<float>(b));
+  xs.push_back(-1.0f);
+  const auto tiny = static_cast<double>(std::numeric_limits<float>::min());
+  Worst l = measure([](const Tensor& t) { return kiln::log1p(t); },
+                    [](double x) { return std::log1p(x); }, xs, tiny, 2e-45);
+  Worst e = measure([](const Tensor& t) { return kiln::expm1(t); },
+                    [](double x) { return std::expm1(x); }, xs, tiny, 2e-45);
+  EXPECT_LE(l.ulps, 2) << "log1p worst at x = " << l.at;
+  EXPECT_LE(e.ulps, 2) << "expm1 worst at x = " << e.at;
+  std::cout << "log1p: max " << l.ulps << " ulp (at x = " << l.at << "); expm1: max " << e.ulps
+            << " ulp (at x = " << e.at << ")\n";
+}
+
+// log1p and expm1 keep the sign of zero; log1p(-1) is -inf and log1p(-inf) NaN, expm1(-inf) is -1.
+TEST(PointwiseAccuracy, Log1pExpm1SpecialValuesAreLibms) {
+  std::vector<float> xs = kiln_test::signed_special_inputs();
+  xs.push_back(-1.0f);
+  xs.push_back(-2.0f);
+  Tensor x = kiln::from_vector(xs, {static_cast<int64_t>(xs.size())});
+  std::vector<float> l = kiln::log1p(x).to_vector<float>();
+  std::vector<float> e = kiln::expm1(x).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto xd = static_cast<double>(xs[i]);
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(l[i], std::log1p(xd)))
+        << "log1p(" << xs[i] << ") = " << l[i];
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(e[i], std::expm1(xd)))
+        << "expm1(" << xs[i] << ") = " << e[i];
+  }
+}
+
 // erf and tanh clamp by bits and take x's sign with copysign (Note [Clamps and signs by bits]):
 // -0 keeps its sign (libm's erf(-0) and tanh(-0) are -0), infinities give +-1, and NaN of either
 // sign stays NaN. gelu (Note [gelu as one branch]) keeps the zero's sign, is inf at inf and -0 at

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "float_accuracy.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
 
@@ -188,6 +189,30 @@ TEST(UnaryOpsSpecialValues, Float32) {
   EXPECT_EQ(s[1], 1.0f);
   EXPECT_EQ(s[2], 0.0f);
   EXPECT_EQ(s[3], 0.5f);
+}
+
+// Note [pow by a constant exponent]: x ** e for e in {2, 3, -2, 0.5, -0.5, -1} is within 2 ulp of
+// pow in double (x * x, sqrt and 1 / x round once, the others twice), and 0.5 and -0.5 follow sqrt
+// at -0 and -inf (sqrt(-0) = -0, sqrt(-inf) = NaN), as torch does, where pow gives +0 and +inf.
+TEST(UnaryOpsSpecialValues, PowByConstantExponents) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {-3.5f, -1.0f, -0.0f, 0.0f, 1e-15f, 0.7f, 1.0f, 2.0f, 3e11f, inf, -inf};
+  for (int i = 0; i < 40; ++i)  // the vectorized body as well as the tail
+    xs.push_back(0.37f * static_cast<float>(i) - 7.0f);
+  Tensor x = kiln::from_vector(xs, {static_cast<int64_t>(xs.size())});
+  for (double e : {2.0, 3.0, -2.0, 0.5, -0.5, -1.0}) {
+    std::vector<float> y = kiln::pow(x, e).to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double xd = xs[i];
+      bool by_sqrt = (e == 0.5 || e == -0.5) && std::signbit(xs[i]) && (xd == 0 || std::isinf(xd));
+      double want = by_sqrt ? (e == 0.5 ? std::sqrt(xd) : 1 / std::sqrt(xd)) : std::pow(xd, e);
+      auto wantf = static_cast<float>(want);
+      bool ok = std::isnan(wantf) ? std::isnan(y[i])
+                                  : kiln_test::ulp_distance(y[i], wantf) <= 2 &&
+                                        std::signbit(y[i]) == std::signbit(wantf);
+      EXPECT_TRUE(ok) << "pow(" << xs[i] << ", " << e << ") = " << y[i] << ", want " << wantf;
+    }
+  }
 }
 
 TEST(UnaryOpsSpecialValues, ReluOfNaNInHalfTypes) {
