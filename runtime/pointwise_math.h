@@ -136,17 +136,18 @@ KILN_ALWAYS_INLINE V exp_poly(V x) {
 
 // expm1 with float accuracy, from exp's reduction: e^x - 1 = 2^n (p - 1) + (2^n - 1), one
 // multiply-add, written as 2 (s (p - 1) + (s - 1/2)) with s = 2^(n - 1) so that n = 128 (x up to
-// 89, where e^x still fits below x = 88.72) needs no 2^128; s - 1/2 is exact for n >= -23, and
-// further down the result rounds to -1. x is clamped to [-25, 89] (e^-25 is under half an ulp of
-// 1); NaN fails both comparisons and propagates. expm1 has x's sign everywhere; copysign makes
-// that hold for -0 too, where r + r^2 q(r) gives +0.
+// 89, where e^x still fits below x = 88.72) needs no 2^128. s - 1/2 is exact for -24 <= n <= 24;
+// beyond, it rounds, which costs at most an ulp (1 ulp of libm at worst over every binade). x is
+// clamped to [-25, 89] (e^-25 is under half an ulp of 1); NaN fails both comparisons and
+// propagates. Below |x| = 2^-25, expm1(x) rounds to x, which is returned as it is: that keeps -0,
+// and the last bits of denormals that s (p - 1) would round away.
 template <class V>
 KILN_ALWAYS_INLINE V expm1_poly(V x) {
   V xc = select(x < V(-25), V(-25), x);
   xc = select(V(89) < xc, V(89), xc);
   auto [pm1, n] = exp_poly_reduce(xc);
   V s = exp2i(n - V(1));
-  return copysign((s * pm1 + (s - V(0.5))) * V(2), x);
+  return select(abs(x) < V(0x1p-25), x, (s * pm1 + (s - V(0.5))) * V(2));
 }
 
 KILN_ALWAYS_INLINE float exp(float x) {
@@ -275,7 +276,8 @@ double log(T x) {
 }
 
 // log1p with float accuracy: log(u) x / (u - 1) with u = 1 + x rounded (Goldberg's form; u - 1
-// is exact, and x / (u - 1) corrects for the rounding of u to within an ulp). Where u rounds to 1,
+// is exact for x < 2^24, and x / (u - 1) corrects for the rounding of u to within an ulp; above,
+// it is within an ulp). Where u rounds to 1,
 // log1p(x) = x - x^2/2 rounds to x (this keeps -0). log(u) gives -1 -> -inf and x < -1 -> NaN;
 // inf is selected, where the quotient is inf / inf.
 template <class V>
@@ -484,12 +486,14 @@ KILN_ALWAYS_INLINE V pow_(V a, V b) {
   return pow(a, b);
 }
 // Note [pow by a constant exponent]
-// torch computes float x ** e for e = 2, 3 and -2 with multiplies, 0.5 and -0.5 with (r)sqrt and
-// -1 with a division (pow_tensor_scalar_optimized_kernel): scalar libm pow runs at a few percent
-// of the memory bandwidth, and these are the common exponents. Kiln does the same, in the eager
-// kernel and the compiled expression alike. The results are pow's within its rounding (these
-// forms round once, or twice for 3 and -2), except that sqrt(-0) is -0 and sqrt(-inf) NaN where
-// pow gives +0 and +inf, as in torch.
+// torch's CPU kernel (pow_tensor_scalar_optimized_kernel) computes float32 and float64 x ** e
+// for e = 2, 3 and -2 with multiplies, 0.5 and -0.5 with (r)sqrt and -1 with a division, deciding
+// on the exponent as a double: scalar libm pow runs at a few percent of the memory bandwidth, and
+// these are the common exponents. Kiln does the same, for the same dtypes (16-bit floats keep pow,
+// as in torch's CPU kernel), in the eager kernel and the compiled expression alike. The results
+// are pow's within an ulp or two (x * x, sqrt and 1 / x round once, the others twice), except
+// that sqrt(-0) is -0 and sqrt(-inf) NaN where pow gives +0 and +inf, and that 1 / (x * x) is 0
+// or inf where x * x overflows or underflows: as in torch.
 enum class PowByConstant { None, Square, Cube, InverseSquare, Sqrt, InverseSqrt, Reciprocal };
 inline PowByConstant pow_by_constant(double e) {
   if (e == 2) return PowByConstant::Square;

@@ -57,11 +57,10 @@ void pow_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
     C ev = e.to<C>();
-    if constexpr (std::is_floating_point_v<C>) {
-      bool done =
-          math::visit_pow_by_constant(static_cast<double>(ev), [&]<math::PowByConstant K>() {
-            unary_loop<T, T>(it, [](C x) { return math::pow_constant<K>(x); });
-          });
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      bool done = math::visit_pow_by_constant(e.to<double>(), [&]<math::PowByConstant K>() {
+        unary_loop<T, T>(it, [](C x) { return math::pow_constant<K>(x); });
+      });
       if (done) return;
     }
     unary_loop<T, T>(it, [ev](C x) { return math::pow_(x, ev); });
@@ -78,12 +77,10 @@ kir::Val pow_scalar_expr(const OpDef&, std::span<const kir::Val> in, const void*
   const Scalar& e = attrs_as<ScalarOtherAttrs>(attrs).other;
   return math_expr(result, [&] {
     kir::Val x = operand_expr(in[0], result);
-    // As the eager kernel (Note [pow by a constant exponent]), for the exponent as the result
-    // dtype's compute type holds it.
-    if (is_floating(result)) {
-      double ev = result == kFloat64 ? e.to<double>() : static_cast<double>(e.to<float>());
+    // As the eager kernel (Note [pow by a constant exponent]).
+    if (result == kFloat32 || result == kFloat64) {
       std::optional<kir::Val> by;
-      math::visit_pow_by_constant(ev,
+      math::visit_pow_by_constant(e.to<double>(),
                                   [&]<math::PowByConstant K>() { by = math::pow_constant<K>(x); });
       if (by) return *by;
     }

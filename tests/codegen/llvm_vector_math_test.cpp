@@ -102,14 +102,17 @@ TEST(LlvmVectorMath, GeluMatchesTheInterpreterBitForBit) {
 }
 
 // Note [Clamps and signs by bits] as LLVM IR: signed zeros, infinities and NaN of both signs
-// give libm's results bit for bit (gelu: its limit -0 at -inf; log1p and expm1 too), and the branch
-// and clamp boundaries of erf (1, 4), tanh (0.625, 10) and gelu (4 sqrt 2) and their neighbours
-// give the interpreter's (the eager math) bit for bit.
+// give libm's results bit for bit (gelu: its limit -0 at -inf; log1p and expm1 too), and the
+// branch and clamp boundaries below and their neighbours give the interpreter's (the eager math)
+// bit for bit.
 TEST(LlvmVectorMath, MathKeepsSignedZerosInfinitiesAndNaN) {
   if (!KILN_WITH_LLVM) GTEST_SKIP() << "built without LLVM (KILN_WITH_LLVM=OFF)";
   std::vector<float> xs = kiln_test::signed_special_inputs();
   const size_t specials = xs.size();
-  for (float b : {0.625f, 1.0f, 4.0f, 10.0f, 5.65685424949238019520f}) {
+  // erf, tanh and gelu's branch and clamp boundaries, expm1's clamps and overflow and log1p's
+  // edges (where 1 + x rounds to 1, and to inexact sums).
+  for (float b : {0.625f, 1.0f, 4.0f, 10.0f, 5.65685424949238019520f, 25.0f, 89.0f, 88.7228394f,
+                  17.3286796f, 0x1p-24f, 0x1p-25f, 0x1p25f}) {
     for (float v : {b, std::nextafter(b, 0.0f), std::nextafter(b, 100.0f)}) {
       xs.push_back(v);
       xs.push_back(-v);

@@ -112,8 +112,7 @@ TEST(CudaPreambleOnHost, FloatMathIsTheEagerPolynomials) {
   EXPECT_LE(lp.vs_libm, 2);
   Check em = check(
       kiln_expm1_f32, [](float x) { return kiln::math::expm1(x); },
-      [](double x) { return std::expm1(x); }, sweep(100.0f),
-      static_cast<double>(std::numeric_limits<float>::min()), 2e-45);
+      [](double x) { return std::expm1(x); }, sweep(100.0f), 0);
   EXPECT_LE(em.vs_libm, 2);
   // The same template: only the compilers' multiply-add contraction may differ.
   for (const Check* c : {&e, &l, &t, &f, &e2, &g, &lp, &em})

@@ -457,10 +457,17 @@ TEST(PointwiseExpr, AttributesAndDTypeEdges) {
   check_case("pow", {i32a, vec<int32_t>({3, -1, 2, -2, 0, 4}, i32)}, kiln::NoAttrs{});
   check_case("pow_scalar", {i32a}, ScalarOtherAttrs{3});
   check_case("pow_scalar", {x32}, ScalarOtherAttrs{2.5});
+  Tensor special32 =
+      vec<float>({NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 1e30f, 0.1f, 6e19f, 3e9f, -2.5f}, f32);
   for (double e : {2.0, 3.0, -2.0, 0.5, -0.5, -1.0}) {  // Note [pow by a constant exponent]
     check_case("pow_scalar", {x32}, ScalarOtherAttrs{e});
     check_case("pow_scalar", {x64}, ScalarOtherAttrs{e});
+    check_case("pow_scalar", {special32}, ScalarOtherAttrs{e});
+    check_case("pow_scalar", {special}, ScalarOtherAttrs{e});
+    check_case("pow_scalar", {x16}, ScalarOtherAttrs{e});  // pow itself for 16-bit floats
   }
+  check_case("pow_scalar", {x32}, ScalarOtherAttrs{int64_t{2}});
+  check_case("pow_scalar", {i32a}, ScalarOtherAttrs{-0.5});
   check_case("pow_scalar", {i32a}, ScalarOtherAttrs{0.5});
   check_case("clamp", {i32a}, kiln::ClampAttrs{-1, 2});
   check_case("clamp", {i32a}, kiln::ClampAttrs{3, -1});
