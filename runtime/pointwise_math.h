@@ -277,9 +277,8 @@ double log(T x) {
 
 // log1p with float accuracy: log(u) x / (u - 1) with u = 1 + x rounded (Goldberg's form; u - 1
 // is exact for x < 2^24, and x / (u - 1) corrects for the rounding of u to within an ulp; above,
-// it is within an ulp). Where u rounds to 1,
-// log1p(x) = x - x^2/2 rounds to x (this keeps -0). log(u) gives -1 -> -inf and x < -1 -> NaN;
-// inf is selected, where the quotient is inf / inf.
+// it is within an ulp). Where u rounds to 1, log1p(x) = x - x^2/2 rounds to x (this keeps -0).
+// log(u) gives -1 -> -inf and x < -1 -> NaN; inf is selected, where the quotient is inf / inf.
 template <class V>
 KILN_ALWAYS_INLINE V log1p_poly(V x) {
   V u = V(1) + x;
