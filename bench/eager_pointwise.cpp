@@ -9,11 +9,13 @@ namespace {
 
 constexpr int64_t kLarge = int64_t{1} << 24;
 
-// out = f(x) for one float32 input: 4 bytes read + `out_bytes` written per element.
+// out = f(x) for one float32 input: 4 bytes read + `out_bytes` written per element. x is normal,
+// or uniform in [0.5, 1.5) for functions of positive numbers (log, pow).
 template <class F>
-void unary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4) {
+void unary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4,
+                 bool positive = false) {
   int64_t n = state.range(0);
-  kiln::Tensor x = kiln::randn({n});
+  kiln::Tensor x = positive ? kiln::rand({n}) + 0.5 : kiln::randn({n});
   kiln::bench::run_against_copy(
       state,
       [&] {
@@ -66,6 +68,29 @@ void BM_EagerGeluErf(benchmark::State& s) {
 void BM_EagerSqrt(benchmark::State& s) {
   unary_bench(s, [](const T& x) { return kiln::sqrt(x); });
 }
+void BM_EagerLog(benchmark::State& s) {
+  unary_bench(
+      s, [](const T& x) { return kiln::log(x); }, 4, true);
+}
+void BM_EagerLog1p(benchmark::State& s) {
+  unary_bench(
+      s, [](const T& x) { return kiln::log1p(x); }, 4, true);
+}
+void BM_EagerExpm1(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::expm1(x); });
+}
+// Note [pow by a constant exponent]: x ** 2 without pow, x ** 2.5 with it.
+void BM_EagerPowSquare(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::pow(x, 2.0); });
+}
+void BM_EagerPow(benchmark::State& s) {
+  unary_bench(
+      s, [](const T& x) { return kiln::pow(x, 2.5); }, 4, true);
+}
+// sin and cos are libm calls (no vector polynomial yet).
+void BM_EagerSin(benchmark::State& s) {
+  unary_bench(s, [](const T& x) { return kiln::sin(x); });
+}
 void BM_EagerClamp(benchmark::State& s) {
   unary_bench(s, [](const T& x) { return kiln::clamp(x, -0.5, 0.5); });
 }
@@ -101,6 +126,12 @@ KILN_PW_BENCH(BM_EagerSigmoid);
 KILN_PW_BENCH(BM_EagerGeluTanh);
 KILN_PW_BENCH(BM_EagerGeluErf);
 KILN_PW_BENCH(BM_EagerSqrt);
+KILN_PW_BENCH(BM_EagerLog);
+KILN_PW_BENCH(BM_EagerLog1p);
+KILN_PW_BENCH(BM_EagerExpm1);
+KILN_PW_BENCH(BM_EagerPowSquare);
+KILN_PW_BENCH(BM_EagerPow);
+KILN_PW_BENCH(BM_EagerSin);
 KILN_PW_BENCH(BM_EagerClamp);
 KILN_PW_BENCH(BM_EagerGt);
 KILN_PW_BENCH(BM_EagerGtScalar);
