@@ -83,6 +83,18 @@ inline float round_int(float x) {
   return (x + 12582912.0f) - 12582912.0f;
 }
 
+// The float64 overload of a float function (libm, as the eager kernels call it) and the integer
+// one (torch promotes integers to float; computed in double).
+#define KILN_DOUBLE_FROM_LIBM(name)           \
+  inline double name(double x) {              \
+    return std::name(x);                      \
+  }                                           \
+  template <class T>                          \
+  requires std::is_integral_v<T>              \
+  double name(T x) {                          \
+    return std::name(static_cast<double>(x)); \
+  }
+
 // Note [Vectorized exp and tanh]
 // libm's expf/tanhf/erff/logf are scalar calls, so loops over them run at a few percent of the
 // memory bandwidth. For float, exp, log, tanh, erf, exp2 and gelu are the polynomials below,
@@ -156,14 +168,7 @@ KILN_ALWAYS_INLINE float exp(float x) {
 KILN_ALWAYS_INLINE float expm1(float x) {
   return expm1_poly(x);
 }
-inline double expm1(double x) {
-  return std::expm1(x);
-}
-template <class T>
-requires std::is_integral_v<T>
-double expm1(T x) {
-  return std::expm1(static_cast<double>(x));
-}
+KILN_DOUBLE_FROM_LIBM(expm1)
 
 // 2^y = 2^r 2^n with n = round(y) and r = y - n (exact) in [-1/2, 1/2], 2^r = 1 + r Q(r), Q of
 // degree 4 fitted to minimize the relative error (1.1e-7 with the coefficients rounded to float,
@@ -202,23 +207,9 @@ KILN_ALWAYS_INLINE V exp2_poly(V y) {
 KILN_ALWAYS_INLINE float exp2(float y) {
   return exp2_poly(y);
 }
-inline double exp2(double y) {
-  return std::exp2(y);
-}
-template <class T>
-requires std::is_integral_v<T>
-double exp2(T y) {
-  return std::exp2(static_cast<double>(y));
-}
+KILN_DOUBLE_FROM_LIBM(exp2)
 
-inline double exp(double x) {
-  return std::exp(x);
-}
-template <class T>
-requires std::is_integral_v<T>
-double exp(T x) {
-  return std::exp(static_cast<double>(x));
-}
+KILN_DOUBLE_FROM_LIBM(exp)
 
 // x = m 2^e with m in [0.5, 1), for a positive normal float x, from its bits: the mantissa
 // bits given the exponent of 0.5, and the exponent field less 126.
@@ -266,14 +257,7 @@ KILN_ALWAYS_INLINE V log_poly(V x) {
 KILN_ALWAYS_INLINE float log(float x) {
   return log_poly(x);
 }
-inline double log(double x) {
-  return std::log(x);
-}
-template <class T>
-requires std::is_integral_v<T>
-double log(T x) {
-  return std::log(static_cast<double>(x));
-}
+KILN_DOUBLE_FROM_LIBM(log)
 
 // log1p with float accuracy: log(u) x / (u - 1) with u = 1 + x rounded (Goldberg's form; u - 1
 // is exact for x < 2^24, and x / (u - 1) corrects for the rounding of u to within an ulp; above,
@@ -289,14 +273,7 @@ KILN_ALWAYS_INLINE V log1p_poly(V x) {
 KILN_ALWAYS_INLINE float log1p(float x) {
   return log1p_poly(x);
 }
-inline double log1p(double x) {
-  return std::log1p(x);
-}
-template <class T>
-requires std::is_integral_v<T>
-double log1p(T x) {
-  return std::log1p(static_cast<double>(x));
-}
+KILN_DOUBLE_FROM_LIBM(log1p)
 
 // tanh with float accuracy: x (1 + x^2 q(x^2)) for |x| < 0.625, q of degree 4 fitted to minimize
 // the relative error there (4.4e-9), 1 - 2 / (e + 1) with e = exp(2|x|) above (no cancellation
@@ -327,14 +304,7 @@ KILN_ALWAYS_INLINE V tanh_poly(V x) {
 KILN_ALWAYS_INLINE float tanh(float x) {
   return tanh_poly(x);
 }
-inline double tanh(double x) {
-  return std::tanh(x);
-}
-template <class T>
-requires std::is_integral_v<T>
-double tanh(T x) {
-  return std::tanh(static_cast<double>(x));
-}
+KILN_DOUBLE_FROM_LIBM(tanh)
 
 // erf with float accuracy, both branches computed and one selected per lane:
 // - |x| < 1: x q(x^2), q of degree 5 fitted to minimize the relative error of erf there;
@@ -376,14 +346,11 @@ KILN_ALWAYS_INLINE V erf_poly(V x) {
 KILN_ALWAYS_INLINE float erf(float x) {
   return erf_poly(x);
 }
-inline double erf(double x) {
-  return std::erf(x);
-}
-template <class T>
-requires std::is_integral_v<T>
-double erf(T x) {
-  return std::erf(static_cast<double>(x));
-}
+KILN_DOUBLE_FROM_LIBM(erf)
+#undef KILN_DOUBLE_FROM_LIBM
+
+// |x| beyond which gelu is x or -0 (Note [gelu as one branch]); the tests use it too.
+inline constexpr float kGeluTailCap = 5.65685424949238019520f;  // 4 sqrt 2
 
 // Note [gelu as one branch]
 // gelu(x) = x Phi(x) (approximate="none") with float accuracy and no select between branches:
@@ -408,7 +375,7 @@ double erf(T x) {
 template <class V>
 KILN_ALWAYS_INLINE V gelu_exact_poly(V x) {
   V a = abs(x);
-  V u = min_nonnegative(a, V(5.65685424949238019520)) - V(1.75);
+  V u = min_nonnegative(a, V(kGeluTailCap)) - V(1.75);
   V u2 = u * u;
   V u4 = u2 * u2;
   V q0 = V(-0.64172405) + V(-3.10720181) * u;
@@ -419,7 +386,7 @@ KILN_ALWAYS_INLINE V gelu_exact_poly(V x) {
   V high = (q3 + q4 * u2) + V(-1.81130915e-08) * u4;
   V r = q0 + u2 * ((q1 + q2 * u2) + high * u4);
   V n = round_int(r);
-  V scaled = select(V(5.65685424949238019520) < a, V(0), a * exp2i(n - V(4)));
+  V scaled = select(V(kGeluTailCap) < a, V(0), a * exp2i(n - V(4)));
   return select(x < V(0), V(-0.0), x) - exp2_poly_fraction(r - n) * scaled;
 }
 

@@ -9,6 +9,8 @@
 #include <limits>
 #include <vector>
 
+#include "kiln/runtime/pointwise_math.h"
+
 namespace kiln_test {
 
 // Distance in representable floats between a and b (0 when equal, both NaN, or 0 and -0).
@@ -71,7 +73,7 @@ inline double gelu_special(float x) {
 // under 4.4e-8 in magnitude (GeluErfNegativeTailKeepsItsRelativeAccuracy checks that bound); the
 // reference for ulp measurements over a sweep, which would otherwise count that as billions of ulp.
 inline double gelu_sweep_reference(float x) {
-  return x < -5.65685424949238019520f ? -0.0 : gelu_special(x);
+  return x < -kiln::math::kGeluTailCap ? -0.0 : gelu_special(x);
 }
 
 }  // namespace kiln_test
