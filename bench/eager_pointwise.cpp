@@ -87,9 +87,21 @@ void BM_EagerPow(benchmark::State& s) {
   unary_bench(
       s, [](const T& x) { return kiln::pow(x, 2.5); }, 4, true);
 }
-// sin and cos are libm calls (no vector polynomial yet).
+// sin and cos: the polynomial within |x| <= 8192 (Note [sin and cos by one polynomial]). cos
+// gets randn * 100: angles over many periods.
 void BM_EagerSin(benchmark::State& s) {
   unary_bench(s, [](const T& x) { return kiln::sin(x); });
+}
+void BM_EagerCos(benchmark::State& state) {
+  int64_t n = state.range(0);
+  kiln::Tensor x = kiln::randn({n}) * 100.0;
+  kiln::bench::run_against_copy(
+      state,
+      [&] {
+        kiln::Tensor y = kiln::cos(x);
+        benchmark::DoNotOptimize(y.raw_data());
+      },
+      n * 8);
 }
 void BM_EagerClamp(benchmark::State& s) {
   unary_bench(s, [](const T& x) { return kiln::clamp(x, -0.5, 0.5); });
@@ -132,6 +144,7 @@ KILN_PW_BENCH(BM_EagerExpm1);
 KILN_PW_BENCH(BM_EagerPowSquare);
 KILN_PW_BENCH(BM_EagerPow);
 KILN_PW_BENCH(BM_EagerSin);
+KILN_PW_BENCH(BM_EagerCos);
 KILN_PW_BENCH(BM_EagerClamp);
 KILN_PW_BENCH(BM_EagerGt);
 KILN_PW_BENCH(BM_EagerGtScalar);

@@ -47,9 +47,7 @@ inline float min_nonnegative(float a, float c) {
 }
 using std::abs;
 using std::copysign;
-using std::cos;
 using std::pow;
-using std::sin;
 using std::sqrt;
 // Integer powers stay integers (torch's int ** int): exponentiation by squaring. A negative
 // exponent gives 0 except for bases 1 and -1, as torch computes it.
@@ -81,6 +79,13 @@ inline float exp2i(float n) {
 // adding 1.5 * 2^23 leaves no fraction bits. (SSE2 has no vector round instruction.)
 inline float round_int(float x) {
   return (x + 12582912.0f) - 12582912.0f;
+}
+// y with its sign flipped where the integer-valued k (|k| < 2^22) is odd: k + 1.5 * 2^23 holds k
+// in its low mantissa bits (two's complement for a negative k), and its lowest bit, shifted to
+// the sign, is XORed into y.
+inline float negate_if_odd(float y, float k) {
+  uint32_t kb = std::bit_cast<uint32_t>(k + 12582912.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(y) ^ (kb << 31));
 }
 
 // The float64 overload of a float function (libm, as the eager kernels call it) and the integer
@@ -347,6 +352,72 @@ KILN_ALWAYS_INLINE float erf(float x) {
   return erf_poly(x);
 }
 KILN_DOUBLE_FROM_LIBM(erf)
+
+// Note [sin and cos by one polynomial]
+// sin and cos with float accuracy (2 ulp over every float, with or without FMA contraction), by
+// one odd polynomial: x = k pi + r with an integer k and |r| <= pi/2, sin x = (-1)^k sin r, and
+// for cos x = (k + 1/2) pi - r, cos x = (-1)^k sin r. sin r = r + r^3 S(r^2), S of degree 3
+// fitted to minimize the relative error on [0, pi/2 (1 + 2^-9)] (6e-9, the float rounding of k's
+// estimate can put r slightly past pi/2) by scripts/fit_math_coefficients.py.
+// - The reduction is Cody and Waite's: pi = P1 + ... + P5, where P1..P4 have at most 11
+//   significant bits and P5 is the next float, so that pi is carried to 77 bits (x as close to a
+//   multiple of pi as a float can be still leaves r its relative accuracy). For |x| <=
+//   kSinCosReducedLimit, 2k (or 2k + 1 for cos) has at most 13 bits, so each product k P1..k P4
+//   is exact whether or not it is fused into the subtraction, and the backends agree bit for bit.
+// - Beyond the limit (and for inf and NaN) sin and cos are libm's: an exact reduction there
+//   needs 2/pi to some 190 bits (Payne and Hanek). The scalar functions below branch on the
+//   limit; the eager contiguous loop checks each block of inputs once and runs the polynomial
+//   alone over blocks within it (Note [Reduced-range float loops]); LLVM and CUDA branch as the
+//   scalar functions do.
+inline constexpr float kSinCosReducedLimit = 8192.0f;
+
+// sin r for |r| <= pi/2 (1 + 2^-9). A denormal r is kept (r^3 S rounds away); r = -0 gives +0,
+// since r^3 S is +0 there and -0 + +0 is +0 (sin_reduced selects x for a zero x).
+template <class V>
+KILN_ALWAYS_INLINE V sin_half_pi_poly(V r) {
+  V z = r * r;
+  V s = V(0x1.5dbe1p-19);
+  s = s * z + V(-0x1.9f7056p-13);
+  s = s * z + V(0x1.110ed8p-7);
+  s = s * z + V(-0x1.55554cp-3);
+  return r + r * z * s;
+}
+
+// sin x for |x| <= kSinCosReducedLimit. NaN propagates; a zero x is returned as it is, to keep
+// sin(-0) = -0 (r is zero only there).
+template <class V>
+KILN_ALWAYS_INLINE V sin_reduced(V x) {
+  V k = round_int(x * V(0.318309886183790671538));
+  V r = x - k * V(0x1.92p+1);
+  r = r - k * V(0x1.fb4p-11);
+  r = r - k * V(0x1.444p-23);
+  r = r - k * V(0x1.68cp-38);
+  r = r - k * V(0x1.1a6264p-53);
+  return select(x == V(0), x, negate_if_odd(sin_half_pi_poly(r), k));
+}
+
+// cos x for |x| <= kSinCosReducedLimit: k = round(x / pi - 1/2), m = k + 1/2 (exact), and
+// r = m pi - x, the reduction of sin_reduced with the sign of r flipped.
+template <class V>
+KILN_ALWAYS_INLINE V cos_reduced(V x) {
+  V k = round_int(x * V(0.318309886183790671538) - V(0.5));
+  V m = k + V(0.5);
+  V r = m * V(0x1.92p+1) - x;
+  r = r + m * V(0x1.fb4p-11);
+  r = r + m * V(0x1.444p-23);
+  r = r + m * V(0x1.68cp-38);
+  r = r + m * V(0x1.1a6264p-53);
+  return negate_if_odd(sin_half_pi_poly(r), k);
+}
+
+inline float sin(float x) {
+  return std::fabs(x) <= kSinCosReducedLimit ? sin_reduced(x) : std::sin(x);
+}
+inline float cos(float x) {
+  return std::fabs(x) <= kSinCosReducedLimit ? cos_reduced(x) : std::cos(x);
+}
+KILN_DOUBLE_FROM_LIBM(sin)
+KILN_DOUBLE_FROM_LIBM(cos)
 #undef KILN_DOUBLE_FROM_LIBM
 
 // |x| beyond which gelu is x or -0 (Note [gelu as one branch]); the tests use it too.

@@ -12,6 +12,10 @@ worst error in float32 ulps (or relative error) against mpmath.
                  degree 10 fitted to log2 Phi(-a) + 4 on [0, 4 sqrt 2], weighted by
                  1 / sqrt(max(|log2 Phi(-a) + 4|, 2)) (the float rounding of R grows with it),
                  each coefficient rounded to float32 before the lower ones are refitted.
+  sin and cos:   sin r = r + r^3 S(r^2) on [0, pi/2 (1 + 2^-9)], S of degree 3, minimizing the
+                 relative error, the constant coefficient rounded to float32 first and the
+                 higher ones refitted; pi in five parts for Cody and Waite's reduction, the
+                 first four with 11 significant bits.
   summed exp terms: e^r = 1 + r S(r) on [-ln2/16, ln2/16], S of degree 2, minimizing the
                  relative error; the eighths 2^(j/8) come from a table.
 
@@ -75,6 +79,55 @@ def exp_sum_term_32(s_coeffs, c1, c2, d):
     r = f32(np.float64(r) - n * np.float64(c2))
     p = horner32(list(s_coeffs) + [f32(1)], r)
     return f32(np.float64(p) * np.float64(f32(2.0**((n % 8) / 8))) * 2.0**np.floor(n / 8))
+
+
+def fit_sin(degree, edge):
+    """S, highest power first, with float32 coefficients: the constant (-1/6, which carries the
+    most weight) is rounded first, and each higher one is refitted to what the rounded ones
+    leave."""
+    r = chebyshev_nodes(1e-4, edge, 3000)
+    target = (np.sin(r) - r) / r**3
+    weight = r**3 / np.sin(r)
+    design = np.vander(r * r, degree + 1)
+    fixed = {}
+    for k in range(degree, -1, -1):
+        free = [j for j in range(degree + 1) if j not in fixed]
+        c = lawson(design[:, free], target, weight, rounds=100)
+        fixed[k] = f32(c[free.index(k)])
+        target = target - np.float64(fixed[k]) * design[:, k]
+    return [fixed[k] for k in range(degree + 1)]
+
+
+def pi_parts(bits, count):
+    """pi as count floats: all but the last rounded to `bits` significant bits, the last to
+    float32, each taking what the ones before leave."""
+    rest, parts = mp.pi, []
+    for i in range(count):
+        if i == count - 1:
+            v = float(f32(float(rest)))
+        else:
+            step = mp.mpf(2)**(mp.floor(mp.log(abs(rest), 2)) - bits + 1)
+            v = float(mp.nint(rest / step) * step)
+        parts.append(f32(v))
+        rest -= v
+    return parts, rest
+
+
+def sin_32(s_coeffs, parts, x, cos=False):
+    """sin_reduced (or cos_reduced) as the kernels compute it, each multiply-add rounded once."""
+    x = np.float64(f32(x))
+    inv_pi = np.float64(f32(1 / np.pi))
+    k = np.float64(f32(np.float64(f32(x * inv_pi - (0.5 if cos else 0)) + 12582912.0))) - 12582912.0
+    m = k + 0.5 if cos else k
+    r = f32(x - m * np.float64(parts[0]))
+    for p in parts[1:]:
+        r = f32(np.float64(r) - m * np.float64(p))
+    if cos:
+        r = -r  # the kernel computes m pi - x, the same roundings with the sign flipped
+    z = f32(np.float64(r) * np.float64(r))
+    s = horner32(s_coeffs, z)
+    y = f32(np.float64(r) + np.float64(f32(np.float64(r) * np.float64(z))) * np.float64(s))
+    return -y if int(k) % 2 else y
 
 
 def fit_erf_small(degree, edge):
@@ -205,6 +258,18 @@ def main():
             ranges[name] = (d, float(x))
     for name, (d, at) in ranges.items():
         print(f"gelu (none), {name}: worst {d} ulp at x = {at:.9g}")
+
+    # sin and cos: S, pi's parts, and the worst error over |x| <= kSinCosReducedLimit.
+    s_coeffs = fit_sin(3, np.pi / 2 * (1 + 2.0**-9))
+    parts, rest = pi_parts(11, 5)
+    print("S (r^2, highest power first):", ", ".join(float(c).hex() for c in s_coeffs))
+    print("pi as", " + ".join(float(p).hex() for p in parts), "(%s left)" % mp.nstr(rest, 3))
+    sx = np.concatenate([np.linspace(-8192, 8192, args.check_points),
+                         rng.standard_normal(args.check_points) * 4]).astype(np.float32)
+    for name, ref, is_cos in (("sin", mp.sin, False), ("cos", mp.cos, True)):
+        worst_t = max((ulps(sin_32(s_coeffs, parts, x, is_cos), f32(ref(float(x)))), float(x))
+                      for x in sx)
+        print(f"{name}: worst {worst_t[0]} ulp at x = {worst_t[1]:.9g}")
 
     # Summed exp terms (logsumexp, log_softmax): the table, ln 2 / 8 in two parts and S.
     c1, c2 = ln2_eighth_parts()

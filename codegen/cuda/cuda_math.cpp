@@ -131,6 +131,12 @@ CudaVal round_int(CudaVal x) {
   std::string big = float_literal(12582912.0, kFloat32);
   return CudaScope::bind("float", fmt::format("({} + {}) - {}", x.code(), big, big));
 }
+CudaVal negate_if_odd(CudaVal y, CudaVal k) {
+  return CudaScope::bind(
+      "float",
+      fmt::format("__uint_as_float(__float_as_uint({}) ^ (__float_as_uint({} + {}) << 31))",
+                  y.code(), k.code(), float_literal(12582912.0, kFloat32)));
+}
 kiln::math::MantissaExponent<CudaVal> mantissa_exponent(CudaVal x) {
   CudaVal bits = CudaScope::bind("unsigned", fmt::format("__float_as_uint({})", x.code()));
   CudaVal m = CudaScope::bind(
@@ -172,6 +178,16 @@ std::string build_preamble() {
   s += float_function("kiln_log1p_f32", [](CudaVal x) { return kiln::math::log1p_poly(x); });
   s += float_function("kiln_gelu_exact_f32",
                       [](CudaVal x) { return kiln::math::gelu_exact_poly(x); });
+  s += float_function("kiln_sin_reduced_f32", [](CudaVal x) { return kiln::math::sin_reduced(x); });
+  s += float_function("kiln_cos_reduced_f32", [](CudaVal x) { return kiln::math::cos_reduced(x); });
+  s += fmt::format(
+      "// As kiln::math::sin(float) and cos(float): the polynomial within its range, the\n"
+      "// library's beyond (Note [sin and cos by one polynomial]).\n"
+      "KILN_DEVICE float kiln_sin_f32(float x) {{\n"
+      "  return fabsf(x) <= {0} ? kiln_sin_reduced_f32(x) : sinf(x);\n}}\n"
+      "KILN_DEVICE float kiln_cos_f32(float x) {{\n"
+      "  return fabsf(x) <= {0} ? kiln_cos_reduced_f32(x) : cosf(x);\n}}\n",
+      float_literal(kiln::math::kSinCosReducedLimit, kFloat32));
   s += R"(// torch.maximum / minimum: a NaN on either side is the result.
 KILN_DEVICE float kiln_max_f32(float x, float y) { return x != x ? x : ((y != y || y > x) ? y : x); }
 KILN_DEVICE float kiln_min_f32(float x, float y) { return x != x ? x : ((y != y || y < x) ? y : x); }

@@ -61,6 +61,7 @@ CudaVal min_nonnegative(CudaVal a, CudaVal c);
 // The bit tricks of pointwise_math.h's float helpers, in CUDA C.
 CudaVal exp2i(CudaVal n);
 CudaVal round_int(CudaVal x);
+CudaVal negate_if_odd(CudaVal y, CudaVal k);
 kiln::math::MantissaExponent<CudaVal> mantissa_exponent(CudaVal x);
 
 // A float literal of dtype t (Float32 or Float64) that is exactly v: hexadecimal digits, or a bit

@@ -214,9 +214,9 @@ std::string unary_code(std::string_view kernel, UnaryOp op, DType t, const std::
     case UnaryOp::Sqrt:
       return lib("sqrt");
     case UnaryOp::Sin:
-      return lib("sin");
+      return f32 ? fmt::format("kiln_sin_f32({})", x) : lib("sin");
     case UnaryOp::Cos:
-      return lib("cos");
+      return f32 ? fmt::format("kiln_cos_f32({})", x) : lib("cos");
     case UnaryOp::Not:
       break;
   }

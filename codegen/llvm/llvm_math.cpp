@@ -123,6 +123,16 @@ IRVal round_int(IRVal x) {
   return B().CreateFSub(B().CreateFAdd(x.get(), c), c);
 }
 
+// As kiln::math::negate_if_odd: the low bit of k + 1.5 * 2^23, shifted to the sign, XORed in.
+IRVal negate_if_odd(IRVal y, IRVal k) {
+  llvm::IRBuilder<>& b = B();
+  llvm::Type* f = y.get()->getType();
+  llvm::Value* biased =
+      b.CreateFAdd(k.get(), llvm::ConstantFP::get(k.get()->getType(), 12582912.0));
+  llvm::Value* sign = b.CreateShl(b.CreateBitCast(biased, b.getInt32Ty()), 31);
+  return b.CreateBitCast(b.CreateXor(b.CreateBitCast(y.get(), b.getInt32Ty()), sign), f);
+}
+
 // As kiln::math::mantissa_exponent(float).
 kiln::math::MantissaExponent<IRVal> mantissa_exponent(IRVal x) {
   llvm::IRBuilder<>& b = B();
@@ -132,6 +142,33 @@ kiln::math::MantissaExponent<IRVal> mantissa_exponent(IRVal x) {
   llvm::Value* e = b.CreateSub(b.CreateLShr(bits, 23), b.getInt32(126));
   return {IRVal(b.CreateBitCast(m, f)), IRVal(b.CreateSIToFP(e, f))};
 }
+
+// As kiln::math::sin(float) and cos(float): the polynomial `reduced` (emitted in the current
+// block) for |x| <= kSinCosReducedLimit, libm's f32_name in a branch for the other inputs (NaN
+// included). The branch keeps the loop from vectorizing, as an unconditional libm call did.
+namespace {
+template <class Reduced>
+llvm::Value* reduced_or_libm(llvm::IRBuilder<>& b, llvm::Module& m, const char* f32_name,
+                             llvm::Value* x, Reduced reduced) {
+  llvm::Value* fast = reduced(IRVal(x)).get();
+  llvm::Value* beyond =
+      b.CreateFCmpUGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                      llvm::ConstantFP::get(x->getType(), kiln::math::kSinCosReducedLimit));
+  llvm::BasicBlock* here = b.GetInsertBlock();
+  llvm::Function* fn = here->getParent();
+  llvm::BasicBlock* slow = llvm::BasicBlock::Create(b.getContext(), "libm", fn);
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(b.getContext(), "reduced", fn);
+  b.CreateCondBr(beyond, slow, join);
+  b.SetInsertPoint(slow);
+  llvm::Value* exact = call_libm(b, m, f32_name, f32_name, kFloat32, x);
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  llvm::PHINode* result = b.CreatePHI(x->getType(), 2);
+  result->addIncoming(fast, here);
+  result->addIncoming(exact, slow);
+  return result;
+}
+}  // namespace
 
 llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryOp op, DType t,
                               llvm::Value* x) {
@@ -183,8 +220,12 @@ llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryO
       if (f32) return kiln::math::expm1_poly(IRVal(x)).get();
       return call_libm(b, m, "expm1f", "expm1", t, x);
     case UnaryOp::Sin:
+      if (f32)
+        return reduced_or_libm(b, m, "sinf", x, [](IRVal v) { return kiln::math::sin_reduced(v); });
       return call_libm(b, m, "sinf", "sin", t, x);
     case UnaryOp::Cos:
+      if (f32)
+        return reduced_or_libm(b, m, "cosf", x, [](IRVal v) { return kiln::math::cos_reduced(v); });
       return call_libm(b, m, "cosf", "cos", t, x);
     case UnaryOp::Not:
       break;

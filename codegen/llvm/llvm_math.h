@@ -57,6 +57,7 @@ IRVal min_nonnegative(IRVal a, IRVal c);
 // The bit tricks of pointwise_math.h's float helpers, on IR.
 IRVal exp2i(IRVal n);
 IRVal round_int(IRVal x);
+IRVal negate_if_odd(IRVal y, IRVal k);
 kiln::math::MantissaExponent<IRVal> mantissa_exponent(IRVal x);
 
 // Emits kir primitive `op` on x, whose lane type is that of dtype t (Float32 or Float64), as the

@@ -151,7 +151,17 @@ void unary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<co
     }
   }();
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
-    unary_loop<T, T>(it, [&m](compute_t<T> x) { return m(x); });
+    auto f = [&m](compute_t<T> x) { return m(x); };
+    // A Math with a reduced-range float form (Note [Reduced-range float loops]) provides
+    // `static float reduced(float)` and `kReducedLimit`.
+    if constexpr (std::is_same_v<T, float> && requires { Math::kReducedLimit; }) {
+      unary_loop<T, T>(it, f, [&f](float* out, const float* in, int64_t n) {
+        unary_contiguous_f32_reduced(
+            out, in, n, Math::kReducedLimit, [](float x) { return Math::reduced(x); }, f);
+      });
+    } else {
+      unary_loop<T, T>(it, f);
+    }
   });
 }
 

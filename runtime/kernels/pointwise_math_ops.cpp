@@ -15,11 +15,25 @@ KILN_MATH1(RsqrtMath, math::rsqrt(x))
 KILN_MATH1(AbsMath, math::abs_(x))
 KILN_MATH1(SignMath, math::sign(x))
 KILN_MATH1(SiluMath, math::silu(x))
-KILN_MATH1(SinMath, math::sin_(x))
-KILN_MATH1(CosMath, math::cos_(x))
 KILN_MATH1(ErfMath, math::erf_(x))
 KILN_MATH1(GeluErfMath, math::gelu_erf(x))
 KILN_MATH1(GeluTanhMath, math::gelu_tanh(x))
+// A unary op whose float32 math has a reduced-range vectorized form `reduced` within |x| <=
+// `limit` (Note [Reduced-range float loops]); `expr` is the math for every value type.
+#define KILN_MATH1_REDUCED(Name, expr, reduced_expr, limit)                       \
+  struct Name {                                                                   \
+    static constexpr float kReducedLimit = limit;                                 \
+    [[gnu::always_inline]] static float reduced(float x) { return reduced_expr; } \
+    template <class V>                                                            \
+    V operator()(V x) const {                                                     \
+      return expr;                                                                \
+    }                                                                             \
+  };
+// sin and cos: the float32 polynomial within its range, libm beyond (Note [sin and cos by one
+// polynomial]).
+KILN_MATH1_REDUCED(SinMath, math::sin_(x), math::sin_reduced(x), math::kSinCosReducedLimit)
+KILN_MATH1_REDUCED(CosMath, math::cos_(x), math::cos_reduced(x), math::kSinCosReducedLimit)
+#undef KILN_MATH1_REDUCED
 
 // ---- pow ----
 

@@ -47,6 +47,8 @@ TEST(LlvmVectorMath, Float32WithinTwoUlpOfLibm) {
       {"erf", [](Val x) { return m::erf_(x); }, [](double x) { return std::erf(x); }},
       {"log1p", [](Val x) { return m::log1p_(x); }, [](double x) { return std::log1p(x); }},
       {"expm1", [](Val x) { return m::expm1_(x); }, [](double x) { return std::expm1(x); }},
+      {"sin", [](Val x) { return m::sin_(x); }, [](double x) { return std::sin(x); }},
+      {"cos", [](Val x) { return m::cos_(x); }, [](double x) { return std::cos(x); }},
       // No libm sigmoid: its formula in double with libm's exp.
       {"sigmoid", [](Val x) { return m::sigmoid(x); },
        [](double x) { return 1 / (1 + std::exp(-x)); }},
@@ -79,26 +81,35 @@ TEST(LlvmVectorMath, Float32WithinTwoUlpOfLibm) {
   }
 }
 
-// gelu (approximate "none") is not held to 2 ulp of libm (Note [gelu as one branch]); compiled, it
-// must give the interpreter's (the eager math's) bits over the same sweep of every binade.
-TEST(LlvmVectorMath, GeluMatchesTheInterpreterBitForBit) {
+// gelu (approximate "none") is not held to 2 ulp of libm (Note [gelu as one branch]), and sin and
+// cos switch from the polynomial to libm at a limit (Note [sin and cos by one polynomial]);
+// compiled, each must give the interpreter's (the eager math's) bits over the same sweep of every
+// binade.
+TEST(LlvmVectorMath, GeluSinCosMatchTheInterpreterBitForBit) {
   if (!KILN_WITH_LLVM) GTEST_SKIP() << "built without LLVM (KILN_WITH_LLVM=OFF)";
   std::vector<float> xs = all_floats();
   auto n = static_cast<int64_t>(xs.size());
   Tensor x = kiln::from_vector(xs, {n});
-  kir::Kernel k = pointwise_kernel("gelu", {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
-                                   [](std::span<const Val> a) { return m::gelu_erf(a[0]); });
-  std::vector<float> got = run_pointwise(k, {x}, kiln::kFloat32, Executor::Llvm).to_vector<float>();
-  std::vector<float> eager =
-      run_pointwise(k, {x}, kiln::kFloat32, Executor::Interpreter).to_vector<float>();
-  int64_t differ = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(eager[i])) continue;
-    if (differ++ < 5)
-      ADD_FAILURE() << "gelu(" << std::hexfloat << xs[i] << ") = " << got[i] << ", eager "
-                    << eager[i];
+  std::vector<std::pair<const char*, Val (*)(Val)>> cases = {
+      {"gelu", [](Val v) { return m::gelu_erf(v); }},
+      {"sin", [](Val v) { return m::sin_(v); }},
+      {"cos", [](Val v) { return m::cos_(v); }}};
+  for (const auto& [name, f] : cases) {
+    kir::Kernel k = pointwise_kernel(name, {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
+                                     [f = f](std::span<const Val> a) { return f(a[0]); });
+    std::vector<float> got =
+        run_pointwise(k, {x}, kiln::kFloat32, Executor::Llvm).to_vector<float>();
+    std::vector<float> eager =
+        run_pointwise(k, {x}, kiln::kFloat32, Executor::Interpreter).to_vector<float>();
+    int64_t differ = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(eager[i])) continue;
+      if (differ++ < 5)
+        ADD_FAILURE() << name << "(" << std::hexfloat << xs[i] << ") = " << got[i] << ", eager "
+                      << eager[i];
+    }
+    EXPECT_EQ(differ, 0) << name << ": of " << n << " inputs";
   }
-  EXPECT_EQ(differ, 0) << "of " << n << " inputs";
 }
 
 // Note [Clamps and signs by bits] as LLVM IR: signed zeros, infinities and NaN of both signs
@@ -112,7 +123,7 @@ TEST(LlvmVectorMath, MathKeepsSignedZerosInfinitiesAndNaN) {
   // erf, tanh and gelu's branch and clamp boundaries, expm1's clamps and overflow and log1p's
   // edges (where 1 + x rounds to 1, and to inexact sums).
   for (float b : {0.625f, 1.0f, 4.0f, 10.0f, kiln::math::kGeluTailCap, 25.0f, 89.0f, 88.7228394f,
-                  17.3286796f, 0x1p-24f, 0x1p-25f, 0x1p25f}) {
+                  17.3286796f, 0x1p-24f, 0x1p-25f, 0x1p25f, kiln::math::kSinCosReducedLimit}) {
     for (float v : {b, std::nextafter(b, 0.0f), std::nextafter(b, 100.0f)}) {
       xs.push_back(v);
       xs.push_back(-v);
@@ -126,7 +137,9 @@ TEST(LlvmVectorMath, MathKeepsSignedZerosInfinitiesAndNaN) {
            {"gelu", [](Val v) { return m::gelu_erf(v); },
             [](double v) { return kiln_test::gelu_special(static_cast<float>(v)); }},
            {"log1p", [](Val v) { return m::log1p_(v); }, [](double v) { return std::log1p(v); }},
-           {"expm1", [](Val v) { return m::expm1_(v); }, [](double v) { return std::expm1(v); }}}) {
+           {"expm1", [](Val v) { return m::expm1_(v); }, [](double v) { return std::expm1(v); }},
+           {"sin", [](Val v) { return m::sin_(v); }, [](double v) { return std::sin(v); }},
+           {"cos", [](Val v) { return m::cos_(v); }, [](double v) { return std::cos(v); }}}) {
     kir::Kernel k = pointwise_kernel(c.name, {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
                                      [&](std::span<const Val> a) { return c.val(a[0]); });
     std::vector<float> got =

@@ -114,15 +114,28 @@ TEST(CudaPreambleOnHost, FloatMathIsTheEagerPolynomials) {
       kiln_expm1_f32, [](float x) { return kiln::math::expm1(x); },
       [](double x) { return std::expm1(x); }, sweep(100.0f), 0);
   EXPECT_LE(em.vs_libm, 2);
+  // sin and cos over their polynomial's range and beyond it (libm there, as eager).
+  std::vector<float> angles = sweep(kiln::math::kSinCosReducedLimit);
+  for (float x : {1e5f, -3e7f, 1e30f, std::nextafter(kiln::math::kSinCosReducedLimit, 1e9f)})
+    angles.push_back(x);
+  Check sn = check(
+      kiln_sin_f32, [](float x) { return kiln::math::sin(x); },
+      [](double x) { return std::sin(x); }, angles, 0);
+  EXPECT_LE(sn.vs_libm, 2);
+  Check cs = check(
+      kiln_cos_f32, [](float x) { return kiln::math::cos(x); },
+      [](double x) { return std::cos(x); }, angles, 0);
+  EXPECT_LE(cs.vs_libm, 2);
   // The same template: only the compilers' multiply-add contraction may differ.
-  for (const Check* c : {&e, &l, &t, &f, &e2, &g, &lp, &em})
+  for (const Check* c : {&e, &l, &t, &f, &e2, &g, &lp, &em, &sn, &cs})
     EXPECT_LE(c->vs_eager, 2);
   std::cout << "ulps vs libm / vs eager: exp " << e.vs_libm << "/" << e.vs_eager << ", log "
             << l.vs_libm << "/" << l.vs_eager << ", tanh " << t.vs_libm << "/" << t.vs_eager
             << ", erf " << f.vs_libm << "/" << f.vs_eager << ", exp2 " << e2.vs_libm << "/"
             << e2.vs_eager << ", gelu " << g.vs_libm << "/" << g.vs_eager << ", log1p "
             << lp.vs_libm << "/" << lp.vs_eager << ", expm1 " << em.vs_libm << "/" << em.vs_eager
-            << "\n";
+            << ", sin " << sn.vs_libm << "/" << sn.vs_eager << ", cos " << cs.vs_libm << "/"
+            << cs.vs_eager << "\n";
 }
 
 TEST(CudaPreambleOnHost, MaxMinPropagateNaNFromEitherSide) {

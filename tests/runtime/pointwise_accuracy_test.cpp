@@ -10,6 +10,7 @@
 
 #include "float_accuracy.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/kernels/pointwise_loops.h"
 #include "kiln/runtime/pointwise_math.h"
 #include "test_util.h"
 
@@ -102,6 +103,103 @@ TEST(PointwiseAccuracy, Log1pExpm1Float32) {
   EXPECT_LE(e.ulps, 2) << "expm1 worst at x = " << e.at;
   std::cout << "log1p: max " << l.ulps << " ulp (at x = " << l.at << "); expm1: max " << e.ulps
             << " ulp (at x = " << e.at << ")\n";
+}
+
+// sin and cos (Note [sin and cos by one polynomial]): every 997th float of either sign (every
+// binade, so both the polynomial within kSinCosReducedLimit and libm beyond), a dense grid over
+// the polynomial's range and inputs next to multiples of pi/2 (where the reduction cancels).
+TEST(PointwiseAccuracy, SinCosFloat32) {
+  std::vector<float> xs = sweep(kiln::math::kSinCosReducedLimit);
+  for (uint32_t b = 1; b <= 0x7f800000u; b += 997) {
+    xs.push_back(std::bit_cast<float>(b));
+    xs.push_back(-std::bit_cast<float>(b));
+  }
+  for (int k = -5215; k <= 5215; k += 7) {
+    float near = static_cast<float>(k * 1.57079632679489661923);
+    for (float v : {near, std::nextafter(near, -1e9f), std::nextafter(near, 1e9f)})
+      xs.push_back(v);
+  }
+  Worst sn = measure([](const Tensor& t) { return kiln::sin(t); },
+                     [](double x) { return std::sin(x); }, xs, 0, 0);
+  Worst cs = measure([](const Tensor& t) { return kiln::cos(t); },
+                     [](double x) { return std::cos(x); }, xs, 0, 0);
+  EXPECT_LE(sn.ulps, 2) << "sin worst at x = " << sn.at;
+  EXPECT_LE(cs.ulps, 2) << "cos worst at x = " << cs.at;
+  std::cout << "sin: max " << sn.ulps << " ulp (at x = " << sn.at << "); cos: max " << cs.ulps
+            << " ulp (at x = " << cs.at << ")\n";
+}
+
+// The contiguous float32 loop picks the polynomial or libm per block of inputs (Note
+// [Reduced-range float loops]); each element must still get the scalar function's value wherever
+// the large inputs sit (the strided loop calls it element by element), also with the loop called
+// in place.
+TEST(PointwiseAccuracy, SinCosBlocksWithLargeInputsMatchTheScalarFunction) {
+  const int64_t n = 5000;
+  std::vector<float> xs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    xs[static_cast<size_t>(i)] = static_cast<float>(i % 97) * 0.37f - 17.0f;
+  const float limit = kiln::math::kSinCosReducedLimit;
+  for (int64_t i : {int64_t{3}, int64_t{1500}, int64_t{4999}})
+    xs[static_cast<size_t>(i)] = 1e6f + static_cast<float>(i);
+  xs[2100] = std::nextafter(limit, 1e9f);
+  xs[2101] = -limit;
+  xs[3100] = std::nanf("");
+  xs[4000] = -std::numeric_limits<float>::infinity();
+  Tensor x = kiln::from_vector(xs, {n});
+  // The same values at every other element of a buffer twice as long: a strided view.
+  std::vector<float> spread(static_cast<size_t>(2 * n), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    spread[static_cast<size_t>(2 * i)] = xs[static_cast<size_t>(i)];
+  Tensor strided = kiln::from_vector(spread, {n, 2}).select(1, 0);
+  ASSERT_FALSE(strided.is_contiguous());
+  for (bool is_sin : {true, false}) {
+    auto op = [&](const Tensor& t) { return is_sin ? kiln::sin(t) : kiln::cos(t); };
+    std::vector<float> got = op(x).to_vector<float>();
+    std::vector<float> got_strided = op(strided).to_vector<float>();
+    // The loop itself, called in place (out == in) as a fused or planned buffer may be, against
+    // the same loop out of place (both compiled with this file's flags, which may contract
+    // differently from the library's).
+    auto reduced = [is_sin](float v) {
+      return is_sin ? kiln::math::sin_reduced(v) : kiln::math::cos_reduced(v);
+    };
+    auto full = [is_sin](float v) { return is_sin ? kiln::math::sin(v) : kiln::math::cos(v); };
+    std::vector<float> got_in_place = xs, got_out_of_place(xs.size());
+    kiln::unary_contiguous_f32_reduced(got_in_place.data(), got_in_place.data(), n, limit, reduced,
+                                       full);
+    kiln::unary_contiguous_f32_reduced(got_out_of_place.data(), xs.data(), n, limit, reduced, full);
+    for (int64_t i = 0; i < n; ++i) {
+      auto k = static_cast<size_t>(i);
+      float v = xs[k];
+      auto ref = static_cast<float>(is_sin ? std::sin(static_cast<double>(v))
+                                           : std::cos(static_cast<double>(v)));
+      EXPECT_LE(ulp_distance(got[k], ref), 2) << v;
+      // Beyond the limit (inf and NaN included), float libm's value bit for bit.
+      if (!(std::fabs(v) <= limit)) {
+        float libm = is_sin ? std::sin(v) : std::cos(v);
+        EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got[k], libm)) << v;
+      }
+      EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got_strided[k], got[k]))
+          << (is_sin ? "sin(" : "cos(") << v << "): strided " << got_strided[k] << ", contiguous "
+          << got[k];
+      EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got_in_place[k], got_out_of_place[k])) << v;
+      EXPECT_LE(ulp_distance(got_in_place[k], ref), 2) << v;
+    }
+  }
+}
+
+// sin keeps the sign of zero (sin(-0) = -0, cos(+-0) = 1); infinities and NaN give NaN.
+TEST(PointwiseAccuracy, SinCosSpecialValuesAreLibms) {
+  std::vector<float> xs = kiln_test::signed_special_inputs();
+  Tensor x = kiln::from_vector(xs, {static_cast<int64_t>(xs.size())});
+  std::vector<float> sn = kiln::sin(x).to_vector<float>();
+  std::vector<float> cs = kiln::cos(x).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto xd = static_cast<double>(xs[i]);
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(sn[i], std::sin(xd)))
+        << "sin(" << xs[i] << ") = " << sn[i];
+    EXPECT_TRUE(kiln_test::same_bits_or_both_nan(cs[i], std::cos(xd)))
+        << "cos(" << xs[i] << ") = " << cs[i];
+  }
 }
 
 // log1p and expm1 keep the sign of zero; log1p(-1) is -inf and log1p(-inf) NaN, expm1(-inf) is -1.
