@@ -137,12 +137,12 @@ CudaVal negate_if_odd(CudaVal y, CudaVal k) {
       fmt::format("__uint_as_float(__float_as_uint({}) ^ (__float_as_uint({} + {}) << 31))",
                   y.code(), k.code(), float_literal(12582912.0, kFloat32)));
 }
-kiln::math::MantissaExponent<CudaVal> mantissa_exponent(CudaVal x) {
+kiln::math::MantissaExponent<CudaVal> centred_mantissa_exponent(CudaVal x) {
   CudaVal bits = CudaScope::bind("unsigned", fmt::format("__float_as_uint({})", x.code()));
+  CudaVal e = CudaScope::bind("int", fmt::format("(int)({} - 0x3f3504f3u) >> 23", bits.code()));
   CudaVal m = CudaScope::bind(
-      "float", fmt::format("__uint_as_float(({} & 0x007fffffu) | 0x3f000000u)", bits.code()));
-  CudaVal e = CudaScope::bind("float", fmt::format("(float)((int)({} >> 23) - 126)", bits.code()));
-  return {m, e};
+      "float", fmt::format("__uint_as_float({} - ((unsigned){} << 23))", bits.code(), e.code()));
+  return {m, CudaScope::bind("float", fmt::format("(float){}", e.code()))};
 }
 
 namespace {

@@ -62,7 +62,7 @@ CudaVal min_nonnegative(CudaVal a, CudaVal c);
 CudaVal exp2i(CudaVal n);
 CudaVal round_int(CudaVal x);
 CudaVal negate_if_odd(CudaVal y, CudaVal k);
-kiln::math::MantissaExponent<CudaVal> mantissa_exponent(CudaVal x);
+kiln::math::MantissaExponent<CudaVal> centred_mantissa_exponent(CudaVal x);
 
 // A float literal of dtype t (Float32 or Float64) that is exactly v: hexadecimal digits, or a bit
 // pattern for infinities and NaN.

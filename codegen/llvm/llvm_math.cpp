@@ -133,13 +133,13 @@ IRVal negate_if_odd(IRVal y, IRVal k) {
   return b.CreateBitCast(b.CreateXor(b.CreateBitCast(y.get(), b.getInt32Ty()), sign), f);
 }
 
-// As kiln::math::mantissa_exponent(float).
-kiln::math::MantissaExponent<IRVal> mantissa_exponent(IRVal x) {
+// As kiln::math::centred_mantissa_exponent(float).
+kiln::math::MantissaExponent<IRVal> centred_mantissa_exponent(IRVal x) {
   llvm::IRBuilder<>& b = B();
   llvm::Type* f = x.get()->getType();
   llvm::Value* bits = b.CreateBitCast(x.get(), b.getInt32Ty());
-  llvm::Value* m = b.CreateOr(b.CreateAnd(bits, b.getInt32(0x007fffff)), b.getInt32(0x3f000000));
-  llvm::Value* e = b.CreateSub(b.CreateLShr(bits, 23), b.getInt32(126));
+  llvm::Value* e = b.CreateAShr(b.CreateSub(bits, b.getInt32(0x3f3504f3)), 23);
+  llvm::Value* m = b.CreateSub(bits, b.CreateShl(e, 23));
   return {IRVal(b.CreateBitCast(m, f)), IRVal(b.CreateSIToFP(e, f))};
 }
 

@@ -58,7 +58,7 @@ IRVal min_nonnegative(IRVal a, IRVal c);
 IRVal exp2i(IRVal n);
 IRVal round_int(IRVal x);
 IRVal negate_if_odd(IRVal y, IRVal k);
-kiln::math::MantissaExponent<IRVal> mantissa_exponent(IRVal x);
+kiln::math::MantissaExponent<IRVal> centred_mantissa_exponent(IRVal x);
 
 // Emits kir primitive `op` on x, whose lane type is that of dtype t (Float32 or Float64), as the
 // eager kernel computes it. `module` receives the libm declarations it calls.

@@ -81,11 +81,11 @@ TEST(LlvmVectorMath, Float32WithinTwoUlpOfLibm) {
   }
 }
 
-// gelu (approximate "none") is not held to 2 ulp of libm (Note [gelu as one branch]), and sin and
-// cos switch from the polynomial to libm at a limit (Note [sin and cos by one polynomial]);
-// compiled, each must give the interpreter's (the eager math's) bits over the same sweep of every
-// binade.
-TEST(LlvmVectorMath, GeluSinCosMatchTheInterpreterBitForBit) {
+// gelu (approximate "none") is not held to 2 ulp of libm (Note [gelu as one branch]), sin and cos
+// switch from the polynomial to libm at a limit (Note [sin and cos by one polynomial]), and log
+// and log1p split x by integer arithmetic; compiled, each must give the interpreter's (the eager
+// math's) bits over the same sweep of every binade.
+TEST(LlvmVectorMath, MatchesTheInterpreterBitForBit) {
   if (!KILN_WITH_LLVM) GTEST_SKIP() << "built without LLVM (KILN_WITH_LLVM=OFF)";
   std::vector<float> xs = all_floats();
   auto n = static_cast<int64_t>(xs.size());
@@ -93,7 +93,9 @@ TEST(LlvmVectorMath, GeluSinCosMatchTheInterpreterBitForBit) {
   std::vector<std::pair<const char*, Val (*)(Val)>> cases = {
       {"gelu", [](Val v) { return m::gelu_erf(v); }},
       {"sin", [](Val v) { return m::sin_(v); }},
-      {"cos", [](Val v) { return m::cos_(v); }}};
+      {"cos", [](Val v) { return m::cos_(v); }},
+      {"log", [](Val v) { return m::log_(v); }},
+      {"log1p", [](Val v) { return m::log1p_(v); }}};
   for (const auto& [name, f] : cases) {
     kir::Kernel k = pointwise_kernel(name, {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
                                      [f = f](std::span<const Val> a) { return f(a[0]); });
