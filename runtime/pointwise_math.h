@@ -102,9 +102,10 @@ inline float negate_if_odd(float y, float k) {
 
 // Note [Vectorized exp and tanh]
 // libm's expf/tanhf/erff/logf are scalar calls, so loops over them run at a few percent of the
-// memory bandwidth. For float, exp, log, tanh, erf, exp2 and gelu are the polynomials below,
-// written in V arithmetic and the primitives select/abs/copysign/min_nonnegative/exp2i/round_int,
-// which the compiler vectorizes. Their accuracy (a few float32 ulp) is checked against double libm
+// memory bandwidth. For float, exp, expm1, exp2, log, log1p, tanh, erf, gelu, sin and cos are the
+// polynomials below, written in V arithmetic and the primitives select/abs/copysign/
+// min_nonnegative/exp2i/round_int/negate_if_odd/centred_mantissa_exponent, which the compiler
+// vectorizes. Their accuracy (a few float32 ulp) is checked against double libm
 // over a wide sweep in tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
 
 // exp with float accuracy: x = n ln2 + r with |r| <= ln2/2 (Cephes' two-constant reduction) and
@@ -275,7 +276,9 @@ KILN_ALWAYS_INLINE float log(float x) {
 KILN_DOUBLE_FROM_LIBM(log)
 
 // log1p with float accuracy and no division (1 ulp over every float): u = 1 + x rounded, c =
-// x - (u - 1) its rounding error (exact), and log1p(x) = log(u) + c / u to within c^2. With u =
+// x - (u - 1) its rounding error (exact for u < 2^24; above, u - 1 rounds too, and c is within
+// an ulp of x of the error, under 0.01 ulp of the result), and log1p(x) = log(u) + c / u to
+// within c^2. With u =
 // m 2^e as log splits it, 1 / u = 2^-e / m, and 1 / m = 1 - f + f^2 to within f^3 (f = m - 1,
 // |f| < 0.42); where |f| is large, u is far from 1 and c / u at most a couple of ulps of the
 // result, so that costs under 0.2 ulp. (The quotient log(u) x / (u - 1) it replaced, with a

@@ -161,8 +161,8 @@ std::string float_function(std::string_view name, Poly poly) {
 // Everything a generated kernel calls beyond CUDA's built-in math library, written once here,
 // with no #include (NVRTC then needs no header path). Its first part, the math, is plain C++
 // apart from the KILN_DEVICE marker and CUDA's bit-cast intrinsics, so that
-// tests/codegen/cuda_math_test.cpp compiles it for the host and checks its accuracy; the second
-// part (16-bit conversions through PTX, warp and block reductions) is device code only.
+// tests/cuda_host/cuda_preamble_host_test.cpp compiles it for the host and checks its accuracy; the
+// second part (16-bit conversions through PTX, warp and block reductions) is device code only.
 std::string build_preamble() {
   std::string s =
       "// Kiln CUDA preamble (codegen/cuda/cuda_math.cpp, Note [CUDA preamble]).\n"

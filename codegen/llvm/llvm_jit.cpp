@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <unordered_map>
@@ -29,6 +30,7 @@
 #include "kiln/codegen/kernel_ir/kernel_verifier.h"
 #include "kiln/codegen/llvm/llvm_backend.h"
 #include "kiln/codegen/llvm/llvm_emitter.h"
+#include "kiln/codegen/llvm/llvm_math.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/options.h"
 #include "kiln/runtime/pointwise_math.h"
@@ -51,6 +53,12 @@ static int32_t kiln_llvm_ipow_i32(int32_t b, int32_t e) {
 static int64_t kiln_llvm_ipow_i64(int64_t b, int64_t e) {
   return kiln::math::pow(b, e);
 }
+static float kiln_llvm_sinf(float x) {
+  return std::sin(x);
+}
+static float kiln_llvm_cosf(float x) {
+  return std::cos(x);
+}
 }
 
 namespace kiln::codegen {
@@ -58,7 +66,7 @@ namespace {
 
 // Bump when the emitter or pipeline changes what a kernel compiles to: it is part of every key,
 // so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-llvm-4";
+constexpr const char* kCodegenVersion = "kiln-llvm-5";
 
 std::string llvm_error(llvm::Error e) {
   return llvm::toString(std::move(e));
@@ -77,9 +85,12 @@ void check(llvm::Error e, std::string_view what) {
 }
 
 // Note [Vector math]
-// exp, log, tanh, erf and exp2 (and sigmoid and gelu_tanh, built on them), and gelu_exact, in
-// float32 are the polynomial templates of runtime/pointwise_math.h, emitted as plain vectorizable
-// IR (llvm_math.h), so compiled code and the eager kernels compute them identically. glibc's
+// exp, expm1, exp2, log, log1p, tanh and erf (and sigmoid and gelu_tanh, built on them), and
+// gelu_exact, in float32 are the polynomial templates of runtime/pointwise_math.h, emitted as
+// plain vectorizable IR (llvm_math.h), so compiled code and the eager kernels compute them
+// identically. sin and cos are too, with a branch to libm beyond their polynomial's range
+// (Note [sin and cos by one polynomial]); the vectorizer does not vectorize loops with that
+// branch, so compiled sin and cos run their polynomial one element at a time. glibc's
 // libmvec was the alternative (through the vectorizer's vector-library mapping), but its AVX2 logf
 // is 3 ulp from libm's logf at x = 1.24, outside the 2 ulp that
 // tests/codegen/llvm_vector_math_test.cpp holds every backend to (gelu_exact it holds to the
@@ -137,6 +148,8 @@ class Jit {
     runtime_symbols.insert(sym(llvm_backend::kParallelForSymbol, &kiln_llvm_parallel_for));
     runtime_symbols.insert(sym(llvm_backend::kIpow32Symbol, &kiln_llvm_ipow_i32));
     runtime_symbols.insert(sym(llvm_backend::kIpow64Symbol, &kiln_llvm_ipow_i64));
+    runtime_symbols.insert(sym(llvm_backend::kSinfSymbol, &kiln_llvm_sinf));
+    runtime_symbols.insert(sym(llvm_backend::kCosfSymbol, &kiln_llvm_cosf));
     check(runtime_->define(llvm::orc::absoluteSymbols(std::move(runtime_symbols))),
           "defining the runtime symbols");
   }

@@ -144,11 +144,14 @@ kiln::math::MantissaExponent<IRVal> centred_mantissa_exponent(IRVal x) {
 }
 
 // As kiln::math::sin(float) and cos(float): the polynomial `reduced` (emitted in the current
-// block) for |x| <= kSinCosReducedLimit, libm's f32_name in a branch for the other inputs (NaN
-// included). The branch keeps the loop from vectorizing, as an unconditional libm call did.
+// block) for |x| <= kSinCosReducedLimit, and a branch to libm's value for the other inputs (NaN
+// included) through the runtime's `symbol` (kSinfSymbol, kCosfSymbol) rather than sinf itself:
+// LLVM knows sinf as llvm.sin, which it may speculate, so the vectorizer turned the branch into
+// a select and called sinf for every lane. An unknown function it calls only for the lanes that
+// take the branch. Leaves the builder in a new block.
 namespace {
 template <class Reduced>
-llvm::Value* reduced_or_libm(llvm::IRBuilder<>& b, llvm::Module& m, const char* f32_name,
+llvm::Value* reduced_or_libm(llvm::IRBuilder<>& b, llvm::Module& m, const char* symbol,
                              llvm::Value* x, Reduced reduced) {
   llvm::Value* fast = reduced(IRVal(x)).get();
   llvm::Value* beyond =
@@ -160,7 +163,7 @@ llvm::Value* reduced_or_libm(llvm::IRBuilder<>& b, llvm::Module& m, const char* 
   llvm::BasicBlock* join = llvm::BasicBlock::Create(b.getContext(), "reduced", fn);
   b.CreateCondBr(beyond, slow, join);
   b.SetInsertPoint(slow);
-  llvm::Value* exact = call_libm(b, m, f32_name, f32_name, kFloat32, x);
+  llvm::Value* exact = call_libm(b, m, symbol, symbol, kFloat32, x);
   b.CreateBr(join);
   b.SetInsertPoint(join);
   llvm::PHINode* result = b.CreatePHI(x->getType(), 2);
@@ -221,11 +224,13 @@ llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryO
       return call_libm(b, m, "expm1f", "expm1", t, x);
     case UnaryOp::Sin:
       if (f32)
-        return reduced_or_libm(b, m, "sinf", x, [](IRVal v) { return kiln::math::sin_reduced(v); });
+        return reduced_or_libm(b, m, kSinfSymbol, x,
+                               [](IRVal v) { return kiln::math::sin_reduced(v); });
       return call_libm(b, m, "sinf", "sin", t, x);
     case UnaryOp::Cos:
       if (f32)
-        return reduced_or_libm(b, m, "cosf", x, [](IRVal v) { return kiln::math::cos_reduced(v); });
+        return reduced_or_libm(b, m, kCosfSymbol, x,
+                               [](IRVal v) { return kiln::math::cos_reduced(v); });
       return call_libm(b, m, "cosf", "cos", t, x);
     case UnaryOp::Not:
       break;

@@ -60,8 +60,14 @@ IRVal round_int(IRVal x);
 IRVal negate_if_odd(IRVal y, IRVal k);
 kiln::math::MantissaExponent<IRVal> centred_mantissa_exponent(IRVal x);
 
+// The runtime's float32 sin and cos (libm's, by another name: see reduced_or_libm in
+// llvm_math.cpp), which compiled kernels call beyond kiln::math::kSinCosReducedLimit.
+inline constexpr const char* kSinfSymbol = "kiln_llvm_sinf";
+inline constexpr const char* kCosfSymbol = "kiln_llvm_cosf";
+
 // Emits kir primitive `op` on x, whose lane type is that of dtype t (Float32 or Float64), as the
-// eager kernel computes it. `module` receives the libm declarations it calls.
+// eager kernel computes it. `module` receives the libm declarations it calls. sin and cos add
+// blocks: the builder is left at the end of a new one.
 llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& module, kir::UnaryOp op, DType t,
                               llvm::Value* x);
 // x ** y for floats: powf or pow, as kiln::math::pow.

@@ -1,5 +1,6 @@
 // The float32 vector math of compiled kernels (Note [Vector math], llvm_jit.cpp) against libm:
-// exp, log, tanh, erf and sigmoid within 2 ulp over a sweep of the whole float range. The
+// exp, log, tanh, erf, log1p, expm1, sin, cos and sigmoid within 2 ulp over a sweep of the whole
+// float range. The
 // reference is double libm rounded once to float, the correctly rounded value in all but rare
 // cases (float libm is itself up to an ulp off, which would count against the bound).
 #include <gtest/gtest.h>

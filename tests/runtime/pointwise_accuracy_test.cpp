@@ -134,17 +134,30 @@ TEST(PointwiseAccuracy, SinCosFloat32) {
 // the large inputs sit (the strided loop calls it element by element), also with the loop called
 // in place.
 TEST(PointwiseAccuracy, SinCosBlocksWithLargeInputsMatchTheScalarFunction) {
+  // Five blocks of 1024 (and a partial one): the large inputs, inf and NaN sit in blocks 1 and
+  // 3 only, so blocks 0, 2 and 4 (with +-0, denormals and +-limit) run the polynomial.
   const int64_t n = 5000;
   std::vector<float> xs(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     xs[static_cast<size_t>(i)] = static_cast<float>(i % 97) * 0.37f - 17.0f;
   const float limit = kiln::math::kSinCosReducedLimit;
-  for (int64_t i : {int64_t{3}, int64_t{1500}, int64_t{4999}})
-    xs[static_cast<size_t>(i)] = 1e6f + static_cast<float>(i);
-  xs[2100] = std::nextafter(limit, 1e9f);
-  xs[2101] = -limit;
-  xs[3100] = std::nanf("");
-  xs[4000] = -std::numeric_limits<float>::infinity();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::pair<int64_t, float> placed[] = {{3, 0.0f},
+                                              {4, -0.0f},
+                                              {5, 1e-40f},
+                                              {6, -1e-40f},
+                                              {7, limit},
+                                              {8, -limit},
+                                              {2050, limit},
+                                              {4100, -0.0f},
+                                              {1030, 1e6f},
+                                              {1500, -3e7f},
+                                              {1501, std::nextafter(limit, inf)},
+                                              {1502, -inf},
+                                              {3100, std::nanf("")},
+                                              {3101, 1e30f}};
+  for (auto [i, v] : placed)
+    xs[static_cast<size_t>(i)] = v;
   Tensor x = kiln::from_vector(xs, {n});
   // The same values at every other element of a buffer twice as long: a strided view.
   std::vector<float> spread(static_cast<size_t>(2 * n), 0.0f);
@@ -178,6 +191,8 @@ TEST(PointwiseAccuracy, SinCosBlocksWithLargeInputsMatchTheScalarFunction) {
         float libm = is_sin ? std::sin(v) : std::cos(v);
         EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got[k], libm)) << v;
       }
+      if (v == 0.0f)  // sin keeps the zero's sign, cos(+-0) is 1 (same_bits compares signs)
+        EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got[k], is_sin ? v : 1.0f)) << v;
       EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got_strided[k], got[k]))
           << (is_sin ? "sin(" : "cos(") << v << "): strided " << got_strided[k] << ", contiguous "
           << got[k];
