@@ -25,11 +25,13 @@ void unary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4, boo
       n * (4 + out_bytes));
 }
 
-// out = f(a, b) for two float32 inputs: 8 bytes read + `out_bytes` written per element.
+// out = f(a, b) for two float32 inputs: 8 bytes read + `out_bytes` written per element. a and b
+// are normal, or a is uniform in [0.5, 1.5) when `positive_a` (pow's base).
 template <class F>
-void binary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4) {
+void binary_bench(benchmark::State& state, const F& f, int64_t out_bytes = 4,
+                  bool positive_a = false) {
   int64_t n = state.range(0);
-  kiln::Tensor a = kiln::randn({n}), b = kiln::randn({n});
+  kiln::Tensor a = positive_a ? kiln::rand({n}) + 0.5 : kiln::randn({n}), b = kiln::randn({n});
   kiln::bench::run_against_copy(
       state,
       [&] {
@@ -87,6 +89,11 @@ void BM_EagerPow(benchmark::State& s) {
   unary_bench(
       s, [](const T& x) { return kiln::pow(x, 2.5); }, 4, true);
 }
+// A tensor exponent (Note [pow in double-float]): base in [0.5, 1.5), normal exponents.
+void BM_EagerPowTensor(benchmark::State& s) {
+  binary_bench(
+      s, [](const T& a, const T& b) { return kiln::pow(a, b); }, 4, true);
+}
 // sin and cos: the polynomial within |x| <= 8192 (Note [sin and cos by one polynomial]). cos
 // gets randn * 100: angles over many periods.
 void BM_EagerSin(benchmark::State& s) {
@@ -136,6 +143,7 @@ KILN_PW_BENCH(BM_EagerLog1p);
 KILN_PW_BENCH(BM_EagerExpm1);
 KILN_PW_BENCH(BM_EagerPowSquare);
 KILN_PW_BENCH(BM_EagerPow);
+KILN_PW_BENCH(BM_EagerPowTensor);
 KILN_PW_BENCH(BM_EagerSin);
 KILN_PW_BENCH(BM_EagerCos);
 KILN_PW_BENCH(BM_EagerClamp);

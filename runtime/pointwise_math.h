@@ -15,6 +15,8 @@
 // Every function here is forced inline: a kernel loop vectorizes only when the whole math of an
 // element is inlined into it, and the polynomial primitives exceed GCC's default limits.
 #define KILN_ALWAYS_INLINE [[gnu::always_inline]] inline
+// The same for a lambda, written after its parameter list.
+#define KILN_ALWAYS_INLINE_LAMBDA __attribute__((always_inline))
 
 namespace kiln::math {
 
@@ -47,28 +49,13 @@ inline float min_nonnegative(float a, float c) {
 }
 using std::abs;
 using std::copysign;
-using std::pow;
 using std::sqrt;
-// Integer powers stay integers (torch's int ** int): exponentiation by squaring. A negative
-// exponent gives 0 except for bases 1 and -1, as torch computes it.
-template <class T>
-requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) T pow(T base, T e) {
-  if (e < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (e & 1) ? T(-1) : T(1);
-    return 0;
-  }
-  // Products wrap on overflow as torch's do; unsigned arithmetic makes that well defined.
-  using U = std::make_unsigned_t<T>;
-  U result = 1, b = static_cast<U>(base);
-  while (e) {
-    if (e & 1) result = static_cast<U>(result * b);
-    e = static_cast<T>(e >> 1);
-    b = static_cast<U>(b * b);
-  }
-  return static_cast<T>(result);
+// a * b + c rounded once. The double-float steps of pow_poly need the exact product that only a
+// fused multiply-add gives (with -ffp-contract=fast a multiply feeding an add may or may not be
+// fused; this one always is). Without FMA hardware it is libm's, correct but not vectorized.
+inline float fma(float a, float b, float c) {
+  return std::fma(a, b, c);
 }
-
 // 2^n for an integer-valued n in [-126, 127], built from the exponent bits: n + (1.5 * 2^23 +
 // 127) is exact and holds n + 127 in its low mantissa bits, which the shift moves into the
 // exponent field (the bits above them shift out). One add and one shift, no float->int convert.
@@ -102,10 +89,10 @@ inline float negate_if_odd(float y, float k) {
 
 // Note [Vectorized exp and tanh]
 // libm's expf/tanhf/erff/logf are scalar calls, so loops over them run at a few percent of the
-// memory bandwidth. For float, exp, expm1, exp2, log, log1p, tanh, erf, gelu, sin and cos are the
-// polynomials below, written in V arithmetic and the primitives select/abs/copysign/
-// min_nonnegative/exp2i/round_int/negate_if_odd/centred_mantissa_exponent, which the compiler
-// vectorizes. Their accuracy (a few float32 ulp) is checked against double libm
+// memory bandwidth. For float, exp, expm1, exp2, log, log1p, tanh, erf, gelu, sin, cos and pow
+// are the polynomials below, written in V arithmetic and the primitives select/abs/copysign/
+// min_nonnegative/exp2i/round_int/negate_if_odd/centred_mantissa_exponent/fma, which the
+// compiler vectorizes. Their accuracy (a few float32 ulp) is checked against double libm
 // over a wide sweep in tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
 
 // exp with float accuracy: x = n ln2 + r with |r| <= ln2/2 (Cephes' two-constant reduction) and
@@ -260,13 +247,19 @@ KILN_ALWAYS_INLINE V log_special_inputs(V x, V r) {
   return select(V(0) < x, finite, special);
 }
 
-// log with float accuracy for every x: subnormal x is scaled by 2^23 first.
+// centred_mantissa_exponent for every positive finite x: a subnormal x is scaled by 2^23 first.
 template <class V>
-KILN_ALWAYS_INLINE V log_poly(V x) {
+KILN_ALWAYS_INLINE MantissaExponent<V> positive_mantissa_exponent(V x) {
   auto tiny = x < V(1.17549435e-38);
   V xs = select(tiny, x * V(8388608.0), x);
   auto [m, exponent] = centred_mantissa_exponent(xs);
-  V e = exponent - select(tiny, V(23), V(0));
+  return {m, exponent - select(tiny, V(23), V(0))};
+}
+
+// log with float accuracy for every x.
+template <class V>
+KILN_ALWAYS_INLINE V log_poly(V x) {
+  auto [m, e] = positive_mantissa_exponent(x);
   return log_special_inputs(x, log_of_parts(m - V(1), e));
 }
 
@@ -541,51 +534,6 @@ KILN_ALWAYS_INLINE V relu(V x) {
 }
 
 template <class V>
-KILN_ALWAYS_INLINE V pow_(V a, V b) {
-  return pow(a, b);
-}
-// Note [pow by a constant exponent]
-// torch's CPU kernel (pow_tensor_scalar_optimized_kernel) computes float32 and float64 x ** e
-// for e = 2, 3 and -2 with multiplies, 0.5 and -0.5 with (r)sqrt and -1 with a division, deciding
-// on the exponent as a double: scalar libm pow runs at a few percent of the memory bandwidth, and
-// these are the common exponents. Kiln does the same, for the same dtypes (16-bit floats keep pow,
-// as in torch's CPU kernel), in the eager kernel and the compiled expression alike. The results
-// are pow's within an ulp or two (x * x, sqrt and 1 / x round once, the others twice), except
-// that sqrt(-0) is -0 and sqrt(-inf) NaN where pow gives +0 and +inf, and that 1 / (x * x) is 0
-// or inf where x * x overflows or underflows: as in torch.
-enum class PowByConstant { None, Square, Cube, InverseSquare, Sqrt, InverseSqrt, Reciprocal };
-inline PowByConstant pow_by_constant(double e) {
-  if (e == 2) return PowByConstant::Square;
-  if (e == 3) return PowByConstant::Cube;
-  if (e == -2) return PowByConstant::InverseSquare;
-  if (e == 0.5) return PowByConstant::Sqrt;
-  if (e == -0.5) return PowByConstant::InverseSqrt;
-  if (e == -1) return PowByConstant::Reciprocal;
-  return PowByConstant::None;
-}
-template <PowByConstant K, class V>
-KILN_ALWAYS_INLINE V pow_constant(V x) {
-  static_assert(K != PowByConstant::None);
-  if constexpr (K == PowByConstant::Square) return x * x;
-  if constexpr (K == PowByConstant::Cube) return x * x * x;
-  if constexpr (K == PowByConstant::InverseSquare) return V(1) / (x * x);
-  if constexpr (K == PowByConstant::Sqrt) return sqrt(x);
-  if constexpr (K == PowByConstant::InverseSqrt) return V(1) / sqrt(x);
-  if constexpr (K == PowByConstant::Reciprocal) return V(1) / x;
-}
-// Calls f.template operator()<K>() with e's kind K and returns true, or returns false for an
-// exponent pow computes.
-template <PowByConstant... Ks, class F>
-bool visit_pow_kinds(PowByConstant k, F& f) {
-  return ((k == Ks && (f.template operator()<Ks>(), true)) || ...);
-}
-template <class F>
-bool visit_pow_by_constant(double e, F&& f) {
-  using enum PowByConstant;
-  return visit_pow_kinds<Square, Cube, InverseSquare, Sqrt, InverseSqrt, Reciprocal>(
-      pow_by_constant(e), f);
-}
-template <class V>
 KILN_ALWAYS_INLINE V log1p_(V x) {
   return log1p(x);
 }
@@ -715,3 +663,7 @@ KILN_ALWAYS_INLINE V masked_fill(V x, M mask, V value) {
 }
 
 }  // namespace kiln::math
+
+// pow (float pow_poly, integer pow, the op math pow_ and the constant exponents) lives in its own
+// header, which needs the primitives above.
+#include "kiln/runtime/pointwise_pow.h"  // IWYU pragma: export

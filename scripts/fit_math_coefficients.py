@@ -16,6 +16,9 @@ worst error in float32 ulps (or relative error) against mpmath.
                  relative error, the constant coefficient rounded to float32 first and the
                  higher ones refitted; pi in five parts for Cody and Waite's reduction, the
                  first four with 11 significant bits.
+  pow:           log2 m = (2 / ln 2) s + s^3 Q(s^2) with s = (m - 1) / (m + 1), Q of degree 3,
+                 and 2^r = 1 + r P(r) on [-1/2, 1/2], P of degree 5, both minimizing the
+                 relative error, rounded to float32 from the highest power down.
   summed exp terms: e^r = 1 + r S(r) on [-ln2/16, ln2/16], S of degree 2, minimizing the
                  relative error; the eighths 2^(j/8) come from a table.
 
@@ -81,6 +84,19 @@ def exp_sum_term_32(s_coeffs, c1, c2, d):
     return f32(np.float64(p) * np.float64(f32(2.0**((n % 8) / 8))) * 2.0**np.floor(n / 8))
 
 
+def fit_refined(design, target, weight, degree):
+    """Coefficients of `design`'s columns (highest power first) as float32, the highest rounded
+    first and each lower one refitted to what the rounded ones leave; and the worst weighted
+    error left."""
+    fixed = {}
+    for k in range(degree, -1, -1):
+        free = [j for j in range(degree + 1) if j not in fixed]
+        c = lawson(design[:, free], target, weight, rounds=100)
+        fixed[k] = f32(c[free.index(k)])
+        target = target - np.float64(fixed[k]) * design[:, k]
+    return [fixed[k] for k in range(degree + 1)], float(np.max(np.abs(target * weight)))
+
+
 def fit_sin(degree, edge):
     """S, highest power first, with float32 coefficients: the constant (-1/6, which carries the
     most weight) is rounded first, and each higher one is refitted to what the rounded ones
@@ -88,14 +104,24 @@ def fit_sin(degree, edge):
     r = chebyshev_nodes(1e-4, edge, 3000)
     target = (np.sin(r) - r) / r**3
     weight = r**3 / np.sin(r)
-    design = np.vander(r * r, degree + 1)
-    fixed = {}
-    for k in range(degree, -1, -1):
-        free = [j for j in range(degree + 1) if j not in fixed]
-        c = lawson(design[:, free], target, weight, rounds=100)
-        fixed[k] = f32(c[free.index(k)])
-        target = target - np.float64(fixed[k]) * design[:, k]
-    return [fixed[k] for k in range(degree + 1)]
+    return fit_refined(np.vander(r * r, degree + 1), target, weight, degree)[0]
+
+
+def fit_log2_tail(degree):
+    """pow's log2 m = C1 s + s^3 Q(s^2), s = (m - 1) / (m + 1) for m in [sqrt(1/2), sqrt(2)),
+    C1 = 2 / ln 2 exactly: Q of `degree` minimizing the relative error of log2 m."""
+    edge = (np.sqrt(2) - 1) / (np.sqrt(2) + 1) * 1.001
+    s = chebyshev_nodes(1e-4, edge, 3000)
+    log2m = np.array([float(mp.log((1 + mp.mpf(v)) / (1 - mp.mpf(v)), 2)) for v in s])
+    target = (log2m - 2 / np.log(2) * s) / s**3
+    return fit_refined(np.vander(s * s, degree + 1), target, s**3 / log2m, degree)
+
+
+def fit_exp2_pow(degree):
+    """pow's 2^r = 1 + r P(r) on [-1/2, 1/2] (with a margin): P of `degree` minimizing the
+    relative error."""
+    r = chebyshev_nodes(-0.5 * 1.001, 0.5 * 1.001, 3000)
+    return fit_refined(np.vander(r, degree + 1), (2.0**r - 1) / r, r / 2.0**r, degree)
 
 
 def pi_parts(bits, count):
@@ -270,6 +296,16 @@ def main():
         worst_t = max((ulps(sin_32(s_coeffs, parts, x, is_cos), f32(ref(float(x)))), float(x))
                       for x in sx)
         print(f"{name}: worst {worst_t[0]} ulp at x = {worst_t[1]:.9g}")
+
+    # pow (Note [pow in double-float]): the log2 tail Q, 2 / ln 2 as two floats, and 2^r's P.
+    q, q_err = fit_log2_tail(3)
+    c1 = f32(2 / np.log(2))
+    print("pow Q (s^2, highest power first):", ", ".join(float(c).hex() for c in q),
+          "(relative error 2^%.1f)" % np.log2(q_err))
+    print("pow 2 / ln 2 as", float(c1).hex(), "+", float(f32(2 / np.log(2) - float(c1))).hex())
+    p, p_err = fit_exp2_pow(5)
+    print("pow P (r, highest power first):", ", ".join(float(c).hex() for c in p),
+          "(relative error 2^%.1f)" % np.log2(p_err))
 
     # Summed exp terms (logsumexp, log_softmax): the table, ln 2 / 8 in two parts and S.
     c1, c2 = ln2_eighth_parts()

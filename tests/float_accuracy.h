@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "kiln/runtime/pointwise_math.h"
@@ -74,6 +75,75 @@ inline double gelu_special(float x) {
 // reference for ulp measurements over a sweep, which would otherwise count that as billions of ulp.
 inline double gelu_sweep_reference(float x) {
   return x < -kiln::math::kGeluTailCap ? -0.0 : gelu_special(x);
+}
+
+// (x, y) pairs for pow (Note [pow in double-float]), where t = y log2|x| stretches the error of
+// log2|x| most: y scaled so that |t| reaches 150 (2^t near the ends of the float range), with x
+// from every binade (subnormals too) and of both signs (a negative x with an integer y), x within
+// 2^-9 of 1 (log2|x| tiny), and x next to the mantissa split points sqrt(1/2) and sqrt(2), where
+// the double-float log2 carries its largest correction. Seeded, so every run checks the same.
+struct PowInputs {
+  std::vector<float> x, y;
+};
+inline PowInputs pow_accuracy_inputs(int per_kind = 100000) {
+  PowInputs in;
+  std::mt19937 gen(20261123);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  auto add = [&](float x, bool integer_y) {
+    double l = std::log2(std::fabs(static_cast<double>(x)));
+    if (l == 0 || !std::isfinite(l)) return;
+    double y = unit(gen) * 150.0 / std::fabs(l);
+    in.x.push_back(x);
+    in.y.push_back(static_cast<float>(integer_y ? std::nearbyint(y) : y));
+  };
+  for (int i = 0; i < per_kind; ++i) {
+    auto bits = static_cast<uint32_t>(gen()) % 0x7f800000u;
+    bool negative = (i & 1) != 0;
+    float x = std::bit_cast<float>(bits);
+    add(negative ? -x : x, negative);
+    add(1.0f + static_cast<float>(unit(gen) * 0x1p-9), false);
+    auto offset = static_cast<int32_t>(gen() % 200001) - 100000;
+    float near_split = std::bit_cast<float>(static_cast<uint32_t>(0x3f3504f3 + offset));
+    add((i & 2) != 0 ? near_split * 2 : near_split, false);
+  }
+  return in;
+}
+
+// Values where C99's pow has its special cases: zeros, +-1, infinities, NaN, integers odd and
+// even (around 2^23 and 2^24, where floats stop having fractions and odd integers), non-integers,
+// the smallest subnormal and the largest float.
+inline std::vector<float> pow_special_values() {
+  float inf = std::numeric_limits<float>::infinity();
+  return {0.0f,
+          -0.0f,
+          1.0f,
+          -1.0f,
+          inf,
+          -inf,
+          std::nanf(""),
+          2.0f,
+          -2.0f,
+          0.5f,
+          -0.5f,
+          3.0f,
+          -3.0f,
+          2.5f,
+          -2.5f,
+          0x1p-149f,
+          -0x1p-149f,
+          0x1.fffffep127f,
+          -0x1.fffffep127f,
+          0x1p23f,
+          0x1.000002p23f,
+          -0x1.000002p23f,
+          0x1.fffffep23f,
+          0x1p24f,
+          -0x1p24f,
+          0x1p31f,
+          -0x1p31f,
+          1e-3f,
+          1.0000001f,
+          0.99999994f};
 }
 
 }  // namespace kiln_test

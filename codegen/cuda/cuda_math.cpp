@@ -123,6 +123,12 @@ CudaVal min_nonnegative(CudaVal a, CudaVal c) {
   return CudaScope::bind("float", fmt::format("__uint_as_float({} < {} ? {} : {})", ab.code(),
                                               cb.code(), ab.code(), cb.code()));
 }
+CudaVal fma(CudaVal a, CudaVal b, CudaVal c) {
+  bool f64 = CudaScope::float_type() == kFloat64;
+  return CudaScope::bind(
+      c_type(CudaScope::float_type()),
+      fmt::format("{}({}, {}, {})", f64 ? "fma" : "fmaf", a.code(), b.code(), c.code()));
+}
 CudaVal exp2i(CudaVal n) {
   return CudaScope::bind("float", fmt::format("__uint_as_float(__float_as_uint({} + {}) << 23)",
                                               n.code(), float_literal(12583039.0, kFloat32)));
@@ -180,6 +186,13 @@ std::string build_preamble() {
                       [](CudaVal x) { return kiln::math::gelu_exact_poly(x); });
   s += float_function("kiln_sin_reduced_f32", [](CudaVal x) { return kiln::math::sin_reduced(x); });
   s += float_function("kiln_cos_reduced_f32", [](CudaVal x) { return kiln::math::cos_reduced(x); });
+  {
+    std::string body;
+    CudaScope scope(body, kFloat32);
+    CudaVal result = kiln::math::pow_poly(CudaVal("x"), CudaVal("y"));
+    s += fmt::format("KILN_DEVICE float kiln_pow_f32(float x, float y) {{\n{}  return {};\n}}\n",
+                     body, result.code());
+  }
   s += fmt::format(
       "// As kiln::math::sin(float) and cos(float): the polynomial within its range, the\n"
       "// library's beyond (Note [sin and cos by one polynomial]).\n"

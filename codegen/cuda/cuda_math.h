@@ -1,8 +1,8 @@
-// Pointwise math as CUDA C (Note [Pointwise math is written once]). The float32 exp, log, tanh
-// and erf of the eager kernels are the polynomial templates of runtime/pointwise_math.h;
-// instantiating them with CudaVal writes the same arithmetic as CUDA C statements, so the CUDA
-// kernels compute the function the eager and LLVM ones compute. Everything else is a CUDA math
-// library call or a small helper of the preamble.
+// Pointwise math as CUDA C (Note [Pointwise math is written once]). The float32 exp, log, tanh,
+// erf, pow and the others of the eager kernels are the polynomial templates of
+// runtime/pointwise_math.h; instantiating them with CudaVal writes the same arithmetic as CUDA C
+// statements, so the CUDA kernels compute the function the eager and LLVM ones compute. Everything
+// else is a CUDA math library call or a small helper of the preamble.
 #pragma once
 
 #include <string>
@@ -58,6 +58,8 @@ CudaVal abs(CudaVal x);
 // Note [Clamps and signs by bits] (pointwise_math.h): copysign and the bit-pattern min.
 CudaVal copysign(CudaVal magnitude, CudaVal sign);
 CudaVal min_nonnegative(CudaVal a, CudaVal c);
+// a * b + c rounded once (fmaf), as kiln::math::fma.
+CudaVal fma(CudaVal a, CudaVal b, CudaVal c);
 // The bit tricks of pointwise_math.h's float helpers, in CUDA C.
 CudaVal exp2i(CudaVal n);
 CudaVal round_int(CudaVal x);
@@ -69,7 +71,9 @@ kiln::math::MantissaExponent<CudaVal> centred_mantissa_exponent(CudaVal x);
 std::string float_literal(double v, DType t);
 
 // The device functions every generated kernel may call (Note [CUDA preamble] in
-// cuda_math.cpp): the polynomial float32 exp/log/tanh/erf from the templates, conversions of
+// cuda_math.cpp): the polynomial float32 exp/log/tanh/erf/pow and the others from the templates
+// (CUDA's compiler fuses multiply-adds as it likes: the templates' double-float steps are fma
+// calls and product_rounded, Note [pow in double-float]), conversions of
 // the 16-bit floats, NaN-propagating max/min, torch's integer pow, float -> int casts as x86
 // gives them, and the warp and block reductions.
 const std::string& cuda_preamble();

@@ -262,7 +262,7 @@ std::string binary_code(std::string_view kernel, BinaryOp op, DType t, const std
       case BinaryOp::Rem:
         return fmt::format("{}({}, {})", f32 ? "fmodf" : "fmod", a, b);
       case BinaryOp::Pow:
-        return fmt::format("{}({}, {})", f32 ? "powf" : "pow", a, b);
+        return fmt::format("{}({}, {})", f32 ? "kiln_pow_f32" : "pow", a, b);
       case BinaryOp::Max:
       case BinaryOp::Min:
         return fmt::format("kiln_{}_{}({}, {})", op == BinaryOp::Max ? "max" : "min",

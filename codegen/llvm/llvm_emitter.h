@@ -35,9 +35,9 @@ namespace kiln::codegen::llvm_backend {
 // operand itself (Note [NaN flags]).
 // Everything else matches: float operations carry no fast-math flags (but `contract` inside the
 // polynomial math, which the eager build's -ffp-contract=fast fuses the same way), f32 exp, expm1,
-// exp2, log, log1p, tanh, erf, gelu_exact, sin and cos are the same templates (llvm_math.h; sin and
-// cos with libm's values beyond their polynomial's range), f64 transcendental functions are the
-// same libm calls, and integer division, casts and 16-bit rounding reproduce lanes::'s
+// exp2, log, log1p, tanh, erf, gelu_exact, sin, cos and pow are the same templates (llvm_math.h;
+// sin and cos with libm's values beyond their polynomial's range), f64 transcendental functions are
+// the same libm calls, and integer division, casts and 16-bit rounding reproduce lanes::'s
 // definitions. tests/codegen/kernel_interpreter_test.cpp runs every interpreter test on the backend
 // too.
 inline constexpr const char* kParallelForSymbol = "kiln_llvm_parallel_for";

@@ -66,7 +66,7 @@ namespace {
 
 // Bump when the emitter or pipeline changes what a kernel compiles to: it is part of every key,
 // so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-llvm-5";
+constexpr const char* kCodegenVersion = "kiln-llvm-6";
 
 std::string llvm_error(llvm::Error e) {
   return llvm::toString(std::move(e));
@@ -85,8 +85,8 @@ void check(llvm::Error e, std::string_view what) {
 }
 
 // Note [Vector math]
-// exp, expm1, exp2, log, log1p, tanh and erf (and sigmoid and gelu_tanh, built on them), and
-// gelu_exact, in float32 are the polynomial templates of runtime/pointwise_math.h, emitted as
+// exp, expm1, exp2, log, log1p, tanh and erf (and sigmoid and gelu_tanh, built on them),
+// gelu_exact and pow, in float32 are the polynomial templates of runtime/pointwise_math.h, emitted as
 // plain vectorizable IR (llvm_math.h), so compiled code and the eager kernels compute them
 // identically. sin and cos are too, with a branch to libm beyond their polynomial's range
 // (Note [sin and cos by one polynomial]); the vectorizer does not vectorize loops with that

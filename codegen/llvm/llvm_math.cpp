@@ -108,6 +108,10 @@ IRVal min_nonnegative(IRVal a, IRVal c) {
                                            b.CreateBitCast(c.get(), i));
   return b.CreateBitCast(m, f);
 }
+IRVal fma(IRVal a, IRVal b, IRVal c) {
+  return B().CreateIntrinsic(llvm::Intrinsic::fma, {a.get()->getType()},
+                             {a.get(), b.get(), c.get()});
+}
 // As kiln::math::exp2i: n + (1.5 * 2^23 + 127) holds n + 127 in its low mantissa bits, which the
 // shift moves into the exponent field.
 IRVal exp2i(IRVal n) {
@@ -240,8 +244,16 @@ llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryO
 
 llvm::Value* emit_float_pow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* x,
                             llvm::Value* y) {
-  const char* name = t == kFloat64 ? "pow" : "powf";
-  llvm::CallInst* c = b.CreateCall(libm(m, name, x->getType(), 2), {x, y});
+  if (t != kFloat64) {
+    IRScope scope(b, x->getType());
+    // As emit_float_unary: `contract` where the eager build fuses.
+    llvm::IRBuilderBase::FastMathFlagGuard guard(b);
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    b.setFastMathFlags(fmf);
+    return kiln::math::pow_poly(IRVal(x), IRVal(y)).get();
+  }
+  llvm::CallInst* c = b.CreateCall(libm(m, "pow", x->getType(), 2), {x, y});
   c->setDoesNotAccessMemory();
   return c;
 }

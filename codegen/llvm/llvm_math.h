@@ -1,5 +1,5 @@
 // Pointwise math primitives as LLVM IR (Note [Pointwise math is written once]). The float32
-// exp, log, tanh and erf of the eager kernels are the polynomial templates of
+// exp, log, tanh, erf, pow and the others of the eager kernels are the polynomial templates of
 // runtime/pointwise_math.h; instantiating the same templates with IRVal emits the same arithmetic
 // as vectorizable IR, so compiled and eager code compute one function. Everything else maps to an
 // LLVM instruction, an intrinsic, or the libm function the eager kernel calls.
@@ -54,6 +54,8 @@ IRVal abs(IRVal x);
 // Note [Clamps and signs by bits] (pointwise_math.h): copysign and the bit-pattern min.
 IRVal copysign(IRVal magnitude, IRVal sign);
 IRVal min_nonnegative(IRVal a, IRVal c);
+// a * b + c rounded once (llvm.fma, never split), as kiln::math::fma.
+IRVal fma(IRVal a, IRVal b, IRVal c);
 // The bit tricks of pointwise_math.h's float helpers, on IR.
 IRVal exp2i(IRVal n);
 IRVal round_int(IRVal x);
@@ -70,7 +72,8 @@ inline constexpr const char* kCosfSymbol = "kiln_llvm_cosf";
 // blocks: the builder is left at the end of a new one.
 llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& module, kir::UnaryOp op, DType t,
                               llvm::Value* x);
-// x ** y for floats: powf or pow, as kiln::math::pow.
+// x ** y for floats, as kiln::math::pow: the pow_poly template for float32 (Note [pow in
+// double-float]), libm's pow for float64.
 llvm::Value* emit_float_pow(llvm::IRBuilder<>& b, llvm::Module& module, DType t, llvm::Value* x,
                             llvm::Value* y);
 

@@ -58,7 +58,10 @@ void pow_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<cons
   std::vector<Tensor> cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
-    binary_loop<T, T>(it, [](compute_t<T> a, compute_t<T> b) { return math::pow_(a, b); });
+    // Forced inline: float pow's template is too large for GCC to inline the lambda into the
+    // loop by itself, and a call per element stops the vectorizer.
+    binary_loop<T, T>(it, [](compute_t<T> a, compute_t<T> b)
+                              KILN_ALWAYS_INLINE_LAMBDA { return math::pow_(a, b); });
   });
 }
 
@@ -77,7 +80,7 @@ void pow_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
       });
       if (done) return;
     }
-    unary_loop<T, T>(it, [ev](C x) { return math::pow_(x, ev); });
+    unary_loop<T, T>(it, [ev](C x) KILN_ALWAYS_INLINE_LAMBDA { return math::pow_(x, ev); });
   });
 }
 

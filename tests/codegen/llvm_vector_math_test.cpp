@@ -115,6 +115,43 @@ TEST(LlvmVectorMath, MatchesTheInterpreterBitForBit) {
   }
 }
 
+// pow (Note [pow in double-float]) compiled: the interpreter's bits over pow_accuracy_inputs and
+// every pair of pow_special_values (its double-float steps must round as the eager build's do),
+// and within 2 ulp of double pow.
+TEST(LlvmVectorMath, PowMatchesTheInterpreterBitForBit) {
+  if (!KILN_WITH_LLVM) GTEST_SKIP() << "built without LLVM (KILN_WITH_LLVM=OFF)";
+  kiln_test::PowInputs in = kiln_test::pow_accuracy_inputs();
+  std::vector<float> special = kiln_test::pow_special_values();
+  for (float a : special) {
+    for (float b : special) {
+      in.x.push_back(a);
+      in.y.push_back(b);
+    }
+  }
+  auto n = static_cast<int64_t>(in.x.size());
+  kir::Kernel k =
+      pointwise_kernel("pow", {kiln::kFloat32, kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
+                       [](std::span<const Val> a) { return m::pow_(a[0], a[1]); });
+  std::vector<Tensor> args = {kiln::from_vector(in.x, {n}), kiln::from_vector(in.y, {n})};
+  std::vector<float> got =
+      run_pointwise(k, args, kiln::kFloat32, Executor::Llvm).to_vector<float>();
+  std::vector<float> eager =
+      run_pointwise(k, args, kiln::kFloat32, Executor::Interpreter).to_vector<float>();
+  int64_t differ = 0, worst = 0;
+  for (size_t i = 0; i < in.x.size(); ++i) {
+    auto want =
+        static_cast<float>(std::pow(static_cast<double>(in.x[i]), static_cast<double>(in.y[i])));
+    worst = std::max(worst, kiln_test::ulp_distance(got[i], want));
+    if (std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(eager[i])) continue;
+    if (differ++ < 5)
+      ADD_FAILURE() << "pow(" << std::hexfloat << in.x[i] << ", " << in.y[i] << ") = " << got[i]
+                    << ", eager " << eager[i];
+  }
+  EXPECT_EQ(differ, 0) << "of " << n << " inputs";
+  EXPECT_LE(worst, 2);
+  std::cout << "pow: max " << worst << " ulp over " << n << " (x, y) pairs\n";
+}
+
 // Note [Clamps and signs by bits] as LLVM IR: signed zeros, infinities and NaN of both signs
 // give libm's results bit for bit (gelu: its limit -0 at -inf; log1p and expm1 too), and the
 // branch and clamp boundaries below and their neighbours give the interpreter's (the eager math)

@@ -138,6 +138,36 @@ TEST(CudaPreambleOnHost, FloatMathIsTheEagerPolynomials) {
             << cs.vs_eager << "\n";
 }
 
+// kiln_pow_f32, the pow_poly template written as CUDA C (Note [pow in double-float]): within
+// 2 ulp of double pow and of the eager pow over pow_accuracy_inputs, and libm's special values.
+TEST(CudaPreambleOnHost, PowIsTheEagerTemplate) {
+  kiln_test::PowInputs in = kiln_test::pow_accuracy_inputs();
+  int64_t vs_libm = 0, vs_eager = 0;
+  for (size_t i = 0; i < in.x.size(); ++i) {
+    float x = in.x[i], y = in.y[i];
+    float got = kiln_pow_f32(x, y);
+    auto want = static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+    vs_libm = std::max(vs_libm, ulp_distance(got, want));
+    vs_eager = std::max(vs_eager, ulp_distance(got, kiln::math::pow(x, y)));
+  }
+  EXPECT_LE(vs_libm, 2);
+  EXPECT_LE(vs_eager, 2);
+  std::vector<float> special = kiln_test::pow_special_values();
+  for (float x : special) {
+    for (float y : special) {
+      float got = kiln_pow_f32(x, y), want = std::pow(x, y);
+      if (want == 0 || std::isinf(want) || std::isnan(want)) {
+        EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got, want))
+            << "pow(" << x << ", " << y << ") = " << got << ", libm " << want;
+      } else {
+        EXPECT_LE(ulp_distance(got, want), 2) << "pow(" << x << ", " << y << ")";
+      }
+    }
+  }
+  std::cout << "pow: " << vs_libm << " ulp vs libm, " << vs_eager << " vs eager over "
+            << in.x.size() << " (x, y) pairs\n";
+}
+
 TEST(CudaPreambleOnHost, MaxMinPropagateNaNFromEitherSide) {
   float nan = std::nanf("");
   EXPECT_EQ(kiln_max_f32(1.0f, 2.0f), 2.0f);

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 
 #include "float_accuracy.h"
@@ -191,8 +192,9 @@ TEST(PointwiseAccuracy, SinCosBlocksWithLargeInputsMatchTheScalarFunction) {
         float libm = is_sin ? std::sin(v) : std::cos(v);
         EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got[k], libm)) << v;
       }
-      if (v == 0.0f)  // sin keeps the zero's sign, cos(+-0) is 1 (same_bits compares signs)
+      if (v == 0.0f) {  // sin keeps the zero's sign, cos(+-0) is 1 (same_bits compares signs)
         EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got[k], is_sin ? v : 1.0f)) << v;
+      }
       EXPECT_TRUE(kiln_test::same_bits_or_both_nan(got_strided[k], got[k]))
           << (is_sin ? "sin(" : "cos(") << v << "): strided " << got_strided[k] << ", contiguous "
           << got[k];
@@ -336,6 +338,82 @@ TEST(PointwiseAccuracy, GeluErfNegativeTailKeepsItsRelativeAccuracy) {
 
 // The float32 exp2 that gelu(tanh) is written with: within 2 ulp of libm over every binade of
 // its result, denormals by absolute error; 0, inf and NaN at the ends.
+// pow with a tensor exponent (Note [pow in double-float]) over pow_accuracy_inputs, and the
+// pow_scalar kernel with exponents other than those of Note [pow by a constant exponent], over the
+// sweep (negative x, zeros, infinities and NaN included), against double pow rounded to float.
+TEST(PointwiseAccuracy, PowFloat32) {
+  kiln_test::PowInputs in = kiln_test::pow_accuracy_inputs();
+  auto n = static_cast<int64_t>(in.x.size());
+  std::vector<float> got =
+      kiln::pow(kiln::from_vector(in.x, {n}), kiln::from_vector(in.y, {n})).to_vector<float>();
+  int64_t worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < in.x.size(); ++i) {
+    auto want =
+        static_cast<float>(std::pow(static_cast<double>(in.x[i]), static_cast<double>(in.y[i])));
+    int64_t d = ulp_distance(got[i], want);
+    if (d > worst) {
+      worst = d;
+      worst_at = i;
+    }
+  }
+  EXPECT_LE(worst, 2) << "worst at x = " << std::hexfloat << in.x[worst_at]
+                      << ", y = " << in.y[worst_at];
+  std::cout << "pow: max " << worst << " ulp over " << n << " (x, y) pairs\n";
+
+  std::vector<float> xs = sweep(1000.0f);
+  Tensor x = kiln::from_vector(xs, {static_cast<int64_t>(xs.size())});
+  for (double e : {2.5, -1.5, 0.3, 7.0, -3.0, 1e-3}) {
+    std::vector<float> p = kiln::pow(x, e).to_vector<float>();
+    // The exponent is a float32 scalar then (torch's too): 0.3 is 0.300000012.
+    auto ef = static_cast<double>(static_cast<float>(e));
+    int64_t w = 0;
+    float at = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      auto want = static_cast<float>(std::pow(static_cast<double>(xs[i]), ef));
+      int64_t d = ulp_distance(p[i], want);
+      if (d > w) {
+        w = d;
+        at = xs[i];
+      }
+    }
+    EXPECT_LE(w, 2) << "x ** " << e << ": worst at x = " << at;
+  }
+}
+
+// C99's special cases of pow (zeros, infinities, NaN, +-1, negative bases with integer and
+// non-integer exponents, odd integers past 2^23) over every pair of pow_special_values: the
+// sign and class of libm's powf, exactly where it is 0, inf or NaN, and within 2 ulp elsewhere.
+TEST(PointwiseAccuracy, PowSpecialValuesAreLibms) {
+  std::vector<float> v = kiln_test::pow_special_values();
+  auto k = static_cast<int64_t>(v.size());
+  // Every pair by broadcasting [k, 1] against [1, k], on both kernels' paths: a tensor
+  // exponent, and each column's exponent as a scalar (but for the exponents computed without pow,
+  // whose special values are torch's, not C99's: Note [pow by a constant exponent]).
+  Tensor x = kiln::from_vector(v, {k, 1});
+  std::vector<float> got = kiln::pow(x, kiln::from_vector(v, {1, k})).to_vector<float>();
+  auto check = [](float g, float xi, float y) {
+    float want = std::pow(xi, y);
+    if (want == 0 || std::isinf(want) || std::isnan(want)) {
+      EXPECT_TRUE(kiln_test::same_bits_or_both_nan(g, want))
+          << "pow(" << xi << ", " << y << ") = " << g << ", libm " << want;
+    } else {
+      EXPECT_TRUE(ulp_distance(g, want) <= 2 && std::signbit(g) == std::signbit(want))
+          << "pow(" << xi << ", " << y << ") = " << g << ", libm " << want;
+    }
+  };
+  for (int64_t j = 0; j < k; ++j) {
+    auto y = v[static_cast<size_t>(j)];
+    for (int64_t i = 0; i < k; ++i)
+      check(got[static_cast<size_t>(i * k + j)], v[static_cast<size_t>(i)], y);
+    if (kiln::math::pow_by_constant(static_cast<double>(y)) != kiln::math::PowByConstant::None)
+      continue;
+    std::vector<float> column = kiln::pow(x, static_cast<double>(y)).to_vector<float>();
+    for (int64_t i = 0; i < k; ++i)
+      check(column[static_cast<size_t>(i)], v[static_cast<size_t>(i)], y);
+  }
+}
+
 TEST(PointwiseAccuracy, Exp2Float32) {
   int64_t worst = 0;
   float at = 0;

@@ -1,0 +1,217 @@
+// x ** y: torch's integer pow, the float32 pow_poly (Note [pow in double-float]) written once for
+// every backend as the rest of runtime/pointwise_math.h (Note [Pointwise math is written once]),
+// and the op math pow_ with its constant exponents. Include pointwise_math.h, which includes this
+// at its end (either include order works: each header is #pragma once, and this one includes the
+// other first).
+#pragma once
+
+#include <cmath>
+#include <type_traits>
+
+#include "kiln/runtime/pointwise_math.h"
+
+namespace kiln::math {
+
+// Integer powers stay integers (torch's int ** int): exponentiation by squaring. A negative
+// exponent gives 0 except for bases 1 and -1, as torch computes it.
+template <class T>
+requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) T pow(T base, T e) {
+  if (e < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (e & 1) ? T(-1) : T(1);
+    return 0;
+  }
+  // Products wrap on overflow as torch's do; unsigned arithmetic makes that well defined.
+  using U = std::make_unsigned_t<T>;
+  U result = 1, b = static_cast<U>(base);
+  while (e) {
+    if (e & 1) result = static_cast<U>(result * b);
+    e = static_cast<T>(e >> 1);
+    b = static_cast<U>(b * b);
+  }
+  return static_cast<T>(result);
+}
+
+// Note [pow in double-float]
+// x ** y for float32 as 2^(y log2 |x|), vectorized (libm's powf is a scalar call, at a tenth of
+// the memory bandwidth), within 2 ulp of the exact value, with C99's (and torch's) special cases.
+// - Precision. An error d in t = y log2|x| is a relative error d ln 2 in 2^t, and t reaches 150
+//   before 2^t leaves the floats, so t needs an absolute accuracy near 2^-26, that is log2|x| a
+//   relative one near 2^-33: beyond float. log2|x| and t are therefore double-floats, unevaluated
+//   sums hi + lo of two floats, built with fma (products exact as hi + lo) and Fast2Sum (a sum
+//   exact as hi + lo when |a| >= |b|). Those steps are explicit fma calls, never a * b + c, and
+//   a rounded product that is subtracted is product_rounded: contraction fuses a multiply into
+//   an add differently in GCC, LLVM (Note [LLVM agrees with the interpreter]) and CUDA's
+//   compiler, and an exact product where the rounded one was meant counts its error twice.
+// - log2. |x| = m 2^e with m in [sqrt(1/2), sqrt(2)) and log2 m = C1 s + s^3 Q(s^2) with
+//   s = (m - 1) / (m + 1), |s| < 0.172, C1 = 2 / ln 2 (as two floats) and Q of degree 3 fitted to
+//   a relative error of 2^-36 by scripts/fit_math_coefficients.py (log2_tail). s is a
+//   double-float (the rounding of m + 1 and of the quotient both recovered by fma), and so is
+//   s^3; Q itself, carrying under a hundredth of the value, is float. Measured, log2|x| is
+//   within 2^-30.5 relative (t within 2^-24 at |t| = 150).
+// - 2^t. n = round(y hi) and 2^t = 2^n 2^r with r = (y hi - n) + y lo, |r| <= 1/2 + 2^-16:
+//   2^r = 1 + r P(r), P of degree 5 (relative error 2^-28, exp2_pow in the script), evaluated by
+//   pairs (Note [gelu as one branch] on latency).
+// - Special cases, as C99's pow: y = 0 and x = 1 give 1 (even for NaN), x = -1 and y = +-inf
+//   give 1, a negative finite x with a finite non-integer y gives NaN, an odd integer y keeps
+//   x's sign (-0 and -inf included), and zeros, infinities and NaN get 0, inf or NaN through
+//   y (+-inf) and the saturation of 2^t. |y| >= 2^31 saturates too (|log2|x|| >= 2^-24 for
+//   x != 1), and y is an odd integer when |y| / 2 is half an integer (round_nonnegative).
+// Over random x in every binade with |t| up to 150, x near 1 and m near its split point, the
+// worst case is 1.5 ulp (tests/runtime/pointwise_accuracy_test.cpp).
+
+// a * b rounded once, as an fma with 0: a product that contraction can never replace by the exact
+// one. A double-float step that subtracts a rounded product needs that value (Note [pow in
+// double-float]), and CUDA's compiler fuses even a multiply with several uses.
+template <class V>
+KILN_ALWAYS_INLINE V product_rounded(V a, V b) {
+  return fma(a, b, V(0));
+}
+
+// A float value carried as the unevaluated sum hi + lo, |lo| <= ulp(hi).
+template <class V>
+struct DoubleFloat {
+  V hi;
+  V lo;
+};
+
+// log2 x for a positive finite x (subnormals included) as a double-float (Note [pow in
+// double-float]).
+template <class V>
+KILN_ALWAYS_INLINE DoubleFloat<V> log2_double_float(V x) {
+  auto [m, e] = positive_mantissa_exponent(x);
+  // s = (m - 1) / (m + 1) = sh + sl: m - 1 is exact, m + 1 = b + b_lo (b rounded, b_lo exact),
+  // and the remainder (m - 1) - sh (b + b_lo) comes from two fma.
+  V g = m - V(1);
+  V b = m + V(1);
+  V b_lo = m - (b - V(1));
+  V rb = V(1) / b;
+  V sh = g * rb;
+  V sl = fma(-sh, b_lo, fma(-sh, b, g)) * rb;
+  // s^3 = c + ce to well below float's rounding: sh^2 = z + ze exactly, sh z = c + (exact error),
+  // and sl's share 3 sh^2 sl.
+  V z = sh * sh;
+  V ze = fma(sh, sh, -z);
+  V c = sh * z;
+  V ce = fma(sh, ze, fma(V(3) * z, sl, fma(sh, z, -c)));
+  V q = (V(0x1.ec709ep-1) + V(0x1.2776e2p-1) * z) +
+        (z * z) * (V(0x1.a5cec8p-2) + V(0x1.58b28cp-2) * z);
+  // log2 m = C1h sh + c q + (the small terms), with C1h sh = p + pe exactly and p + c q = p2 +
+  // (its rounding error, from a second fma).
+  V p = product_rounded(V(0x1.715476p+1), sh);
+  V pe = fma(V(0x1.715476p+1), sh, -p);
+  V p2 = fma(c, q, p);
+  V small = fma(c, q, p - p2) + pe;
+  small = fma(V(0x1.715476p+1), sl, fma(V(0x1.4ae0cp-25), sh, fma(ce, q, small)));
+  // e + p2 by Fast2Sum (|e| >= 1 > |p2|, or e = 0).
+  V hi = e + p2;
+  return {hi, ((e - hi) + p2) + small};
+}
+
+// 2^(y l) for a float y and a double-float l (Note [pow in double-float]), within 2^-27 before
+// the last rounding: n = round(y l.hi), r = (y l.hi - n) + y l.lo with the first product exact in
+// an fma, so that no rounded product is ever subtracted. y l.hi beyond [-152, 130] gives 0 or
+// inf without the polynomial.
+template <class V>
+KILN_ALWAYS_INLINE V exp2_of_product(V y, DoubleFloat<V> l) {
+  V t = y * l.hi;
+  V n = round_int(t);
+  V r = fma(y, l.lo, fma(y, l.hi, -n));
+  V r2 = r * r;
+  V p = (V(0x1.62e43p-1) + V(0x1.ebfbdcp-3) * r) +
+        r2 * ((V(0x1.c6af7ap-5) + V(0x1.3b2ddap-7) * r) +
+              r2 * (V(0x1.5f0976p-10) + V(0x1.4172b8p-13) * r));
+  V scaled = scale_by_exp2i(p * r + V(1), n);
+  return select(t < V(-152), V(0), select(V(130) < t, V(INFINITY), scaled));
+}
+
+// v rounded to an integer (ties to even) for 0 <= v <= 2^23: adding 2^23 leaves no fraction
+// bits. Above 2^23 the sum rounds to a multiple of 2 or more, and the result is an integer within
+// a few units of v (v itself once v is far above 2^23).
+template <class V>
+KILN_ALWAYS_INLINE V round_nonnegative(V v) {
+  return (v + V(0x1p23)) - V(0x1p23);
+}
+
+template <class V>
+KILN_ALWAYS_INLINE V pow_poly(V x, V y) {
+  V a = abs(x);
+  V ay = abs(y);
+  // |x| ** y for a finite nonzero x and |y| < 2^31.
+  V magnitude = exp2_of_product(y, log2_double_float(a));
+  // Otherwise |x| ** y is 0, inf or NaN: y times a log2|x| taken as -inf below 1 and inf from 1
+  // up, which saturates as the large |y| do (x = +-1 with |y| >= 2^31 is 1, below), and NaN for
+  // x or y NaN (a NaN x passes through a * inf).
+  V log_sign = select(a < V(1), V(-INFINITY), a * V(INFINITY));
+  V saturated = y * log_sign;
+  saturated = select(saturated < V(0), V(0), saturated);
+  magnitude =
+      select(a < V(INFINITY),
+             select(a == V(0), saturated, select(ay < V(0x1p31), magnitude, saturated)), saturated);
+  // The sign of x for an odd integer y, where |y| / 2 is half an integer from its rounding; NaN
+  // for a negative finite x and a non-integer y, the only y with |y| - round(|y|) in (0, 1)
+  // (for an integer |y| above 2^23 the difference is 0 or at least 1).
+  V h = ay * V(0.5);
+  V odd = abs(h - round_nonnegative(h));
+  V r = select(odd == V(0.5), copysign(magnitude, x), magnitude);
+  V fraction = abs(ay - round_nonnegative(ay));
+  r = select(V(0) < fraction * (V(1) - fraction),
+             select(x < V(0), select(V(-INFINITY) < x, V(NAN), r), r), r);
+  return select(y == V(0), V(1),
+                select(x == V(1), V(1), select(x == V(-1), select(V(0x1p31) <= ay, V(1), r), r)));
+}
+
+KILN_ALWAYS_INLINE float pow(float x, float y) {
+  return pow_poly(x, y);
+}
+inline double pow(double x, double y) {
+  return std::pow(x, y);
+}
+
+template <class V>
+KILN_ALWAYS_INLINE V pow_(V a, V b) {
+  return pow(a, b);
+}
+// Note [pow by a constant exponent]
+// torch's CPU kernel (pow_tensor_scalar_optimized_kernel) computes float32 and float64 x ** e
+// for e = 2, 3 and -2 with multiplies, 0.5 and -0.5 with (r)sqrt and -1 with a division, deciding
+// on the exponent as a double: scalar libm pow runs at a few percent of the memory bandwidth, and
+// these are the common exponents. Kiln does the same, for the same dtypes (16-bit floats keep pow,
+// as in torch's CPU kernel), in the eager kernel and the compiled expression alike. The results
+// are pow's within an ulp or two (x * x, sqrt and 1 / x round once, the others twice), except
+// that sqrt(-0) is -0 and sqrt(-inf) NaN where pow gives +0 and +inf, and that 1 / (x * x) is 0
+// or inf where x * x overflows or underflows: as in torch.
+enum class PowByConstant { None, Square, Cube, InverseSquare, Sqrt, InverseSqrt, Reciprocal };
+inline PowByConstant pow_by_constant(double e) {
+  if (e == 2) return PowByConstant::Square;
+  if (e == 3) return PowByConstant::Cube;
+  if (e == -2) return PowByConstant::InverseSquare;
+  if (e == 0.5) return PowByConstant::Sqrt;
+  if (e == -0.5) return PowByConstant::InverseSqrt;
+  if (e == -1) return PowByConstant::Reciprocal;
+  return PowByConstant::None;
+}
+template <PowByConstant K, class V>
+KILN_ALWAYS_INLINE V pow_constant(V x) {
+  static_assert(K != PowByConstant::None);
+  if constexpr (K == PowByConstant::Square) return x * x;
+  if constexpr (K == PowByConstant::Cube) return x * x * x;
+  if constexpr (K == PowByConstant::InverseSquare) return V(1) / (x * x);
+  if constexpr (K == PowByConstant::Sqrt) return sqrt(x);
+  if constexpr (K == PowByConstant::InverseSqrt) return V(1) / sqrt(x);
+  if constexpr (K == PowByConstant::Reciprocal) return V(1) / x;
+}
+// Calls f.template operator()<K>() with e's kind K and returns true, or returns false for an
+// exponent pow computes.
+template <PowByConstant... Ks, class F>
+bool visit_pow_kinds(PowByConstant k, F& f) {
+  return ((k == Ks && (f.template operator()<Ks>(), true)) || ...);
+}
+template <class F>
+bool visit_pow_by_constant(double e, F&& f) {
+  using enum PowByConstant;
+  return visit_pow_kinds<Square, Cube, InverseSquare, Sqrt, InverseSqrt, Reciprocal>(
+      pow_by_constant(e), f);
+}
+
+}  // namespace kiln::math
