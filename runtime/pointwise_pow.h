@@ -85,9 +85,8 @@ KILN_ALWAYS_INLINE DoubleFloat<V> log2_double_float(V x) {
   V g = m - V(1);
   V b = m + V(1);
   V b_lo = m - (b - V(1));
-  V rb = V(1) / b;
-  V sh = g * rb;
-  V sl = fma(-sh, b_lo, fma(-sh, b, g)) * rb;
+  V sh = g / b;
+  V sl = fma(-sh, b_lo, fma(-sh, b, g)) * (V(1) / b);
   // s^3 = c + ce to well below float's rounding: sh^2 = z + ze exactly, sh z = c + (exact error),
   // and sl's share 3 sh^2 sl.
   V z = sh * sh;
@@ -101,8 +100,9 @@ KILN_ALWAYS_INLINE DoubleFloat<V> log2_double_float(V x) {
   V p = product_rounded(V(0x1.715476p+1), sh);
   V pe = fma(V(0x1.715476p+1), sh, -p);
   V p2 = fma(c, q, p);
-  V small = fma(c, q, p - p2) + pe;
-  small = fma(V(0x1.715476p+1), sl, fma(V(0x1.4ae0cp-25), sh, fma(ce, q, small)));
+  // The small terms summed as a tree, off the chain that p2 ends (pow is bound by latency).
+  V small = (fma(c, q, p - p2) + fma(ce, q, pe)) +
+            fma(V(0x1.715476p+1), sl, product_rounded(V(0x1.4ae0cp-25), sh));
   // e + p2 by Fast2Sum (|e| >= 1 > |p2|, or e = 0).
   V hi = e + p2;
   return {hi, ((e - hi) + p2) + small};
@@ -121,7 +121,11 @@ KILN_ALWAYS_INLINE V exp2_of_product(V y, DoubleFloat<V> l) {
   V p = (V(0x1.62e43p-1) + V(0x1.ebfbdcp-3) * r) +
         r2 * ((V(0x1.c6af7ap-5) + V(0x1.3b2ddap-7) * r) +
               r2 * (V(0x1.5f0976p-10) + V(0x1.4172b8p-13) * r));
-  V scaled = scale_by_exp2i(p * r + V(1), n);
+  // (1 + r p) 2^n as scale_by_exp2i applies it, with the first factor of 2^n folded into the
+  // multiply-add (one step shorter; the same value, the factor being exact).
+  auto neg = n < V(0);
+  V first = exp2i(n - select(neg, V(-64), V(64)));
+  V scaled = fma(p, r * first, first) * select(neg, V(0x1p-64), V(0x1p64));
   return select(t < V(-152), V(0), select(V(130) < t, V(INFINITY), scaled));
 }
 
@@ -137,28 +141,34 @@ template <class V>
 KILN_ALWAYS_INLINE V pow_poly(V x, V y) {
   V a = abs(x);
   V ay = abs(y);
-  // |x| ** y for a finite nonzero x and |y| < 2^31.
-  V magnitude = exp2_of_product(y, log2_double_float(a));
-  // Otherwise |x| ** y is 0, inf or NaN: y times a log2|x| taken as -inf below 1 and inf from 1
-  // up, which saturates as the large |y| do (x = +-1 with |y| >= 2^31 is 1, below), and NaN for
-  // x or y NaN (a NaN x passes through a * inf).
-  V log_sign = select(a < V(1), V(-INFINITY), a * V(INFINITY));
-  V saturated = y * log_sign;
-  saturated = select(saturated < V(0), V(0), saturated);
-  magnitude =
-      select(a < V(INFINITY),
-             select(a == V(0), saturated, select(ay < V(0x1p31), magnitude, saturated)), saturated);
-  // The sign of x for an odd integer y, where |y| / 2 is half an integer from its rounding; NaN
-  // for a negative finite x and a non-integer y, the only y with |y| - round(|y|) in (0, 1)
-  // (for an integer |y| above 2^23 the difference is 0 or at least 1).
+  // y's class: odd integer where |y| / 2 is half an integer from its rounding, and non-integer
+  // where |y| - round(|y|) is in (0, 1) (for an integer |y| above 2^23 the difference is 0 or at
+  // least 1; for +-inf and NaN it is NaN).
   V h = ay * V(0.5);
-  V odd = abs(h - round_nonnegative(h));
-  V r = select(odd == V(0.5), copysign(magnitude, x), magnitude);
+  V sign = select(abs(h - round_nonnegative(h)) == V(0.5), copysign(V(1), x), V(1));
   V fraction = abs(ay - round_nonnegative(ay));
-  r = select(V(0) < fraction * (V(1) - fraction),
-             select(x < V(0), select(V(-INFINITY) < x, V(NAN), r), r), r);
-  return select(y == V(0), V(1),
-                select(x == V(1), V(1), select(x == V(-1), select(V(0x1p31) <= ay, V(1), r), r)));
+  auto non_integer = V(0) < fraction * (V(1) - fraction);
+  // The polynomial covers finite nonzero x with |y| < 2^31, but a negative x with a non-integer
+  // y. Everything but the polynomial depends on x and y alone, and the result takes one select
+  // after it (pow is bound by the latency of its longest chain).
+  V covered = select(
+      a < V(INFINITY),
+      select(V(0) < a,
+             select(ay < V(0x1p31), select(x < V(0), select(non_integer, V(0), V(1)), V(1)), V(0)),
+             V(0)),
+      V(0));
+  // The others, as C99's pow: 1 for y = 0 and x = 1 (even NaN); NaN for a negative finite x and
+  // a non-integer y; 1 for x = -1 and |y| >= 2^31 (+-inf too); otherwise 0, inf or NaN: y times
+  // a log2|x| taken as -inf below 1 and inf from 1 up, which saturates as the large |y| do, and
+  // is NaN for x or y NaN (a NaN x passes through a * inf); x's sign for an odd y.
+  V saturated = y * select(a < V(1), V(-INFINITY), a * V(INFINITY));
+  saturated = select(saturated < V(0), V(0), saturated) * sign;
+  V negative = select(non_integer, select(V(-INFINITY) < x, V(NAN), saturated),
+                      select(x == V(-1), select(V(0x1p31) <= ay, V(1), saturated), saturated));
+  V special =
+      select(y == V(0), V(1), select(x == V(1), V(1), select(x < V(0), negative, saturated)));
+  V magnitude = exp2_of_product(y, log2_double_float(a));
+  return select(covered == V(1), magnitude * sign, special);
 }
 
 KILN_ALWAYS_INLINE float pow(float x, float y) {

@@ -13,8 +13,8 @@
 
 namespace kiln {
 
-// Note [Multiversioned float loops] (float_loop_clones.h): the contiguous float32 unary loop
-// has an AVX-512 clone.
+// Note [Multiversioned float loops] (float_loop_clones.h): the contiguous float32 unary loop,
+// and the binary one for ops that ask for it, have an AVX-512 clone.
 
 template <class F>
 KILN_FLOAT_LOOP_CLONES void unary_contiguous_f32(float* out, const float* in, int64_t n,
@@ -87,9 +87,19 @@ void unary_loop(const TensorIterator& it, const F& f,
   });
 }
 
-// out = f(a, b), computed in compute_t<In>.
+// The contiguous float32 loop of a binary op whose math is compute bound (pow), with an AVX-512
+// clone (Note [Multiversioned float loops]); binary_loop calls it when asked to.
+template <class F>
+KILN_FLOAT_LOOP_CLONES void binary_contiguous_f32(float* out, const float* a, const float* b,
+                                                  int64_t n, const F& f) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f(a[i], b[i]);
+}
+
+// out = f(a, b), computed in compute_t<In>. With `clone_f32`, float32 operands that are all
+// contiguous run binary_contiguous_f32, the loop with an AVX-512 clone.
 template <class Out, class In, class F>
-void binary_loop(const TensorIterator& it, const F& f) {
+void binary_loop(const TensorIterator& it, const F& f, bool clone_f32 = false) {
   using C = compute_t<In>;
   it.for_each([&](char** data, const int64_t* s, int64_t n) {
     auto* out = reinterpret_cast<Out*>(data[0]);
@@ -97,6 +107,12 @@ void binary_loop(const TensorIterator& it, const F& f) {
     const auto* b = reinterpret_cast<const In*>(data[2]);
     constexpr int64_t so = sizeof(Out), si = sizeof(In);
     if (s[0] == so && s[1] == si && s[2] == si) {
+      if constexpr (std::is_same_v<Out, float> && std::is_same_v<In, float>) {
+        if (clone_f32) {
+          binary_contiguous_f32(out, a, b, n, f);
+          return;
+        }
+      }
       for (int64_t i = 0; i < n; ++i) {
         out[i] = static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
       }
