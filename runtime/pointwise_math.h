@@ -89,10 +89,10 @@ inline float negate_if_odd(float y, float k) {
 
 // Note [Vectorized exp and tanh]
 // libm's expf/tanhf/erff/logf are scalar calls, so loops over them run at a few percent of the
-// memory bandwidth. For float, exp, expm1, exp2, log, log1p, tanh, erf, gelu, sin, cos and pow
-// are the polynomials below, written in V arithmetic and the primitives select/abs/copysign/
-// min_nonnegative/exp2i/round_int/negate_if_odd/centred_mantissa_exponent/fma, which the
-// compiler vectorizes. Their accuracy (a few float32 ulp) is checked against double libm
+// memory bandwidth. For float, exp, expm1, exp2, log, log1p, tanh, erf, gelu, sin, cos (and pow,
+// in pointwise_pow.h) are the polynomials below, written in V arithmetic and the primitives
+// select/abs/copysign/ min_nonnegative/exp2i/round_int/negate_if_odd/centred_mantissa_exponent/fma,
+// which the compiler vectorizes. Their accuracy (a few float32 ulp) is checked against double libm
 // over a wide sweep in tests/runtime/pointwise_accuracy_test.cpp. double keeps libm.
 
 // exp with float accuracy: x = n ln2 + r with |r| <= ln2/2 (Cephes' two-constant reduction) and

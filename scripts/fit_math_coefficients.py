@@ -18,7 +18,8 @@ worst error in float32 ulps (or relative error) against mpmath.
                  first four with 11 significant bits.
   pow:           log2 m = (2 / ln 2) s + s^3 Q(s^2) with s = (m - 1) / (m + 1), Q of degree 3,
                  and 2^r = 1 + r P(r) on [-1/2, 1/2], P of degree 5, both minimizing the
-                 relative error, rounded to float32 from the highest power down.
+                 relative error, rounded to float32 from the constant up, each higher coefficient
+                 refitted to what the rounded ones leave.
   summed exp terms: e^r = 1 + r S(r) on [-ln2/16, ln2/16], S of degree 2, minimizing the
                  relative error; the eighths 2^(j/8) come from a table.
 
@@ -85,9 +86,9 @@ def exp_sum_term_32(s_coeffs, c1, c2, d):
 
 
 def fit_refined(design, target, weight, degree):
-    """Coefficients of `design`'s columns (highest power first) as float32, the highest rounded
-    first and each lower one refitted to what the rounded ones leave; and the worst weighted
-    error left."""
+    """Coefficients of `design`'s columns (highest power first) as float32: the constant
+    (column `degree`, which carries the most weight) is rounded first and each higher one refitted
+    to what the rounded ones leave; and the worst weighted error left."""
     fixed = {}
     for k in range(degree, -1, -1):
         free = [j for j in range(degree + 1) if j not in fixed]
