@@ -53,11 +53,13 @@ requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) T pow(T base, T e) {
 // - 2^t. n = round(y hi) and 2^t = 2^n 2^r with r = (y hi - n) + y lo, |r| <= 1/2 + 2^-16:
 //   2^r = 1 + r P(r), P of degree 5 (relative error 2^-28, exp2_pow in the script), evaluated by
 //   pairs (Note [gelu as one branch] on latency).
-// - Special cases, as C99's pow: y = 0 and x = 1 give 1 (even for NaN), x = -1 and y = +-inf
-//   give 1, a negative finite x with a finite non-integer y gives NaN, an odd integer y keeps
-//   x's sign (-0 and -inf included), and zeros, infinities and NaN get 0, inf or NaN through
-//   y (+-inf) and the saturation of 2^t. |y| >= 2^31 saturates too (|log2|x|| >= 2^-24 for
-//   x != 1), and y is an odd integer when |y| / 2 is half an integer (round_nonnegative).
+// - Special cases, as C99's pow, mostly by the limits themselves: log2|x| is taken as -inf for
+//   x = 0, inf for inf and NaN for NaN, and 2^(y log2|x|) saturates to 0 or inf (as it does for
+//   every |y| >= 2^31 but at x = +-1, where log2|x| is exactly 0 and the result 1). On top: a
+//   sign bit set in x gives x ** y the sign -1 for an odd integer y and NaN for a non-integer y
+//   (but at -0 and -inf, whose limits are 0 or inf), and three selects give 1 where y log2|x| is
+//   0 times inf or NaN: y = 0 (even for NaN), x = 1 (any y) and x = -1 with y = +-inf. y is an
+//   odd integer when |y| / 2 is half an integer (round_nonnegative).
 // Over random x in every binade with |t| up to 150, x near 1 and m near its split point, the
 // worst case is 1.5 ulp (tests/runtime/pointwise_accuracy_test.cpp).
 
@@ -86,8 +88,10 @@ KILN_ALWAYS_INLINE DoubleFloat<V> log2_double_float(V x) {
   V g = m - V(1);
   V b = m + V(1);
   V b_lo = m - (b - V(1));
-  V sh = g / b;
-  V sl = fma(-sh, b_lo, fma(-sh, b, g)) * (V(1) / b);
+  // One division: sh = g / b within an ulp is enough for the remainder fma to be exact.
+  V inverse = V(1) / b;
+  V sh = g * inverse;
+  V sl = fma(-sh, b_lo, fma(-sh, b, g)) * inverse;
   // s^3 = c + ce to well below float's rounding: sh^2 = z + ze exactly, sh z = c + (exact error),
   // and sl's share 3 sh^2 sl.
   V z = sh * sh;
@@ -145,32 +149,29 @@ KILN_ALWAYS_INLINE V pow_poly(V x, V y) {
   V ay = abs(y);
   // y's class: odd integer where |y| / 2 is half an integer from its rounding, and non-integer
   // where |y| - round(|y|) is in (0, 1) (for an integer |y| above 2^23 the difference is 0 or at
-  // least 1; for +-inf and NaN it is NaN).
+  // least 1; for +-inf and NaN it is NaN, so neither).
   V h = ay * V(0.5);
-  V sign = select(abs(h - round_nonnegative(h)) == V(0.5), copysign(V(1), x), V(1));
+  V odd_sign = select(abs(h - round_nonnegative(h)) == V(0.5), V(-1), V(1));
   V fraction = abs(ay - round_nonnegative(ay));
   auto non_integer = V(0) < fraction * (V(1) - fraction);
-  // The polynomial covers finite nonzero x with |y| < 2^31, but a negative x with a non-integer
-  // y. Everything but the polynomial depends on x and y alone, and the result takes one select
-  // after it (pow is bound by the latency of its longest chain).
-  V covered = select(
-      a < V(INFINITY),
-      select(V(0) < a,
-             select(ay < V(0x1p31), select(x < V(0), select(non_integer, V(0), V(1)), V(1)), V(0)),
-             V(0)),
-      V(0));
-  // The others, as C99's pow: 1 for y = 0 and x = 1 (even NaN); NaN for a negative finite x and
-  // a non-integer y; 1 for x = -1 and |y| >= 2^31 (+-inf too); otherwise 0, inf or NaN: y times
-  // a log2|x| taken as -inf below 1 and inf from 1 up, which saturates as the large |y| do, and
-  // is NaN for x or y NaN (a NaN x passes through a * inf); x's sign for an odd y.
-  V saturated = y * select(a < V(1), V(-INFINITY), a * V(INFINITY));
-  saturated = select(saturated < V(0), V(0), saturated) * sign;
-  V negative = select(non_integer, select(V(-INFINITY) < x, V(NAN), saturated),
-                      select(x == V(-1), select(V(0x1p31) <= ay, V(1), saturated), saturated));
-  V special =
-      select(y == V(0), V(1), select(x == V(1), V(1), select(x < V(0), negative, saturated)));
-  V magnitude = exp2_of_product(y, log2_double_float(a));
-  return select(covered == V(1), magnitude * sign, special);
+  // log2|x| as the limits C99's special cases follow: -inf for x = 0, inf for inf, NaN for NaN.
+  // 2^(y log2|x|) then saturates to 0 or inf where y or log2|x| is infinite, as every |y| >= 2^31
+  // does for x != +-1, where log2|x| = 0 exactly gives 1.
+  auto l = log2_double_float(a);
+  V limit = select(a == V(0), V(-INFINITY), a * V(INFINITY));
+  l.hi = select(a < V(INFINITY), select(V(0) < a, l.hi, limit), limit);
+  V magnitude = exp2_of_product(y, l);
+  // x with its sign bit set (-0 too) takes the sign of x ** y for an odd integer y, and gives NaN
+  // for a non-integer y but at -0 and -inf (0 or inf, C99's limits); a NaN stays NaN.
+  V negative =
+      select(non_integer, select(a < V(INFINITY), select(V(0) < a, V(NAN), V(1)), V(1)), odd_sign);
+  V signed_magnitude = magnitude * select(copysign(V(1), x) < V(0), negative, V(1));
+  // 1 where y log2|x| is 0 times inf or NaN but C99 gives 1: y = 0 (any x), x = 1 (any y) and
+  // x = -1 with y = +-inf.
+  return select(y == V(0), V(1),
+                select(x == V(1), V(1),
+                       select(x == V(-1), select(ay == V(INFINITY), V(1), signed_magnitude),
+                              signed_magnitude)));
 }
 
 KILN_ALWAYS_INLINE float pow(float x, float y) {
