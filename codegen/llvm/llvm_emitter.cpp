@@ -12,6 +12,7 @@
 #include "kiln/codegen/kernel_ir/kernel_printer.h"
 #include "kiln/codegen/llvm/llvm_loop_analysis.h"
 #include "kiln/codegen/llvm/llvm_math.h"
+#include "kiln/codegen/llvm/llvm_value_lowering.h"
 #include "kiln/runtime/error.h"
 
 namespace kiln::codegen::llvm_backend {
@@ -172,35 +173,6 @@ class Emitter {
 
   // ---- types ----
 
-  // The type a value of dtype t has in registers (the interpreter's lane type).
-  llvm::Type* lane_type(DType t) {
-    switch (t) {
-      case DType::Bool:
-        return b_.getInt1Ty();
-      case DType::Int32:
-        return b_.getInt32Ty();
-      case DType::Int64:
-        return b_.getInt64Ty();
-      case DType::Float64:
-        return b_.getDoubleTy();
-      default:
-        return b_.getFloatTy();  // f32, and 16-bit floats computed in f32
-    }
-  }
-  // The type a buffer of dtype t stores.
-  llvm::Type* storage_type(DType t) {
-    switch (t) {
-      case DType::Bool:
-        return b_.getInt8Ty();
-      case DType::Float16:
-        return b_.getHalfTy();
-      case DType::BFloat16:
-        return b_.getInt16Ty();
-      default:
-        return lane_type(t);
-    }
-  }
-
   // ---- variables ----
 
   llvm::AllocaInst* var_slot(VarId v) {
@@ -210,7 +182,8 @@ class Emitter {
     // Allocas go at the top of the entry block, where SROA promotes them to registers.
     llvm::BasicBlock& entry = fn_->getEntryBlock();
     alloca_builder_->SetInsertPoint(&entry, entry.getFirstInsertionPt());
-    llvm::AllocaInst* slot = alloca_builder_->CreateAlloca(lane_type(var.dtype), nullptr, var.name);
+    llvm::AllocaInst* slot =
+        alloca_builder_->CreateAlloca(lane_type(b_, var.dtype), nullptr, var.name);
     vars_.emplace(v, slot);
     return slot;
   }
@@ -308,7 +281,7 @@ class Emitter {
     memo_.clear();
     // Plain (not inbounds) arithmetic: the last row's next row lies past the buffer.
     llvm::Value* row =
-        b_.CreateGEP(storage_type(buf.dtype), buffers_[static_cast<size_t>(p.buffer)], first);
+        b_.CreateGEP(storage_type(b_, buf.dtype), buffers_[static_cast<size_t>(p.buffer)], first);
     int64_t bytes = p.extent * static_cast<int64_t>(element_size(buf.dtype));
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "prefetch", fn_);
@@ -381,9 +354,9 @@ class Emitter {
     const kir::Buffer& buf = k_.buffers.at(static_cast<size_t>(s.buffer));
     llvm::Value* index = expr(s.index);
     llvm::Value* v =
-        convert(expr(s.value), k_.exprs[static_cast<size_t>(s.value)].dtype, buf.dtype);
-    llvm::Value* stored = to_storage(v, buf.dtype);
-    llvm::Value* addr = b_.CreateInBoundsGEP(storage_type(buf.dtype),
+        convert(b_, expr(s.value), k_.exprs[static_cast<size_t>(s.value)].dtype, buf.dtype);
+    llvm::Value* stored = to_storage(b_, v, buf.dtype);
+    llvm::Value* addr = b_.CreateInBoundsGEP(storage_type(b_, buf.dtype),
                                              buffers_[static_cast<size_t>(s.buffer)], index);
     b_.CreateStore(stored, addr);
   }
@@ -426,7 +399,7 @@ class Emitter {
   }
 
   llvm::Value* identity(ReduceOp op, DType t) {
-    llvm::Type* ty = lane_type(t);
+    llvm::Type* ty = lane_type(b_, t);
     if (t == kBool) return b_.getInt1(op == ReduceOp::Prod || op == ReduceOp::Min);
     if (is_floating(t)) {
       double inf = std::numeric_limits<double>::infinity();
@@ -505,11 +478,11 @@ class Emitter {
     switch (e.kind) {
       case ExprKind::Const:
         if (is_floating(e.dtype)) {
-          v = llvm::ConstantFP::get(lane_type(e.dtype), e.value);
+          v = llvm::ConstantFP::get(lane_type(b_, e.dtype), e.value);
         } else if (e.dtype == kBool) {
           v = b_.getInt1(e.ivalue != 0);
         } else {
-          v = llvm::ConstantInt::get(lane_type(e.dtype), static_cast<uint64_t>(e.ivalue), true);
+          v = llvm::ConstantInt::get(lane_type(b_, e.dtype), static_cast<uint64_t>(e.ivalue), true);
         }
         break;
       case ExprKind::Var:
@@ -518,12 +491,13 @@ class Emitter {
       case ExprKind::Load: {
         const kir::Buffer& buf = k_.buffers.at(static_cast<size_t>(e.buffer));
         llvm::Value* addr = b_.CreateInBoundsGEP(
-            storage_type(buf.dtype), buffers_[static_cast<size_t>(e.buffer)], expr(e.args[0]));
-        v = from_storage(b_.CreateLoad(storage_type(buf.dtype), addr), buf.dtype);
+            storage_type(b_, buf.dtype), buffers_[static_cast<size_t>(e.buffer)], expr(e.args[0]));
+        v = from_storage(b_, b_.CreateLoad(storage_type(b_, buf.dtype), addr), buf.dtype);
         break;
       }
       case ExprKind::Unary:
-        v = unary(static_cast<UnaryOp>(e.op), dtype_of(e.args[0]), expr(e.args[0]));
+        v = emit_unary(b_, *module_, k_.name, static_cast<UnaryOp>(e.op), dtype_of(e.args[0]),
+                       expr(e.args[0]));
         break;
       case ExprKind::Binary:
         v = binary(id, static_cast<BinaryOp>(e.op), dtype_of(e.args[0]), expr(e.args[0]),
@@ -533,7 +507,7 @@ class Emitter {
         v = b_.CreateSelect(expr(e.args[0]), expr(e.args[1]), expr(e.args[2]));
         break;
       case ExprKind::Cast:
-        v = convert(expr(e.args[0]), dtype_of(e.args[0]), e.dtype);
+        v = convert(b_, expr(e.args[0]), dtype_of(e.args[0]), e.dtype);
         break;
     }
     memo_.emplace(id, v);
@@ -542,167 +516,10 @@ class Emitter {
 
   DType dtype_of(ExprId e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
 
-  llvm::Value* from_storage(llvm::Value* x, DType t) {
-    switch (t) {
-      case DType::Bool:
-        return b_.CreateICmpNE(x, b_.getInt8(0));
-      case DType::Float16:
-        return b_.CreateFPExt(x, b_.getFloatTy());
-      case DType::BFloat16:
-        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(x, b_.getInt32Ty()), 16),
-                                b_.getFloatTy());
-      default:
-        return x;
-    }
-  }
-  // x: a lane value of dtype t (for the 16-bit floats, a float already rounded to t).
-  llvm::Value* to_storage(llvm::Value* x, DType t) {
-    switch (t) {
-      case DType::Bool:
-        return b_.CreateZExt(x, b_.getInt8Ty());
-      case DType::Float16:
-        return b_.CreateFPTrunc(x, b_.getHalfTy());
-      case DType::BFloat16:
-        return bfloat16_bits(x);
-      default:
-        return x;
-    }
-  }
-
-  // float -> bfloat16 bits as runtime/half.h's float_to_bfloat16_bits: round to nearest even,
-  // NaN kept quiet.
-  llvm::Value* bfloat16_bits(llvm::Value* f) {
-    llvm::Value* x = b_.CreateBitCast(f, b_.getInt32Ty());
-    llvm::Value* is_nan =
-        b_.CreateICmpUGT(b_.CreateAnd(x, b_.getInt32(0x7fffffff)), b_.getInt32(0x7f800000));
-    llvm::Value* nan_bits = b_.CreateOr(b_.CreateLShr(x, 16), b_.getInt32(0x40));
-    llvm::Value* bias =
-        b_.CreateAdd(b_.getInt32(0x7fff), b_.CreateAnd(b_.CreateLShr(x, 16), b_.getInt32(1)));
-    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(x, bias), 16);
-    return b_.CreateTrunc(b_.CreateSelect(is_nan, nan_bits, rounded), b_.getInt16Ty());
-  }
-  // A float rounded to a 16-bit dtype, back as float (the lane form of a 16-bit value).
-  llvm::Value* round16(llvm::Value* f, DType t) {
-    if (t == kFloat16) return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getHalfTy()), b_.getFloatTy());
-    llvm::Value* bits = b_.CreateZExt(bfloat16_bits(f), b_.getInt32Ty());
-    return b_.CreateBitCast(b_.CreateShl(bits, 16), b_.getFloatTy());
-  }
-
-  // x of dtype `from` converted as lanes::cast converts (a static_cast, with out-of-range and NaN
-  // float -> int giving the integer minimum, as x86's cvtt* does).
-  llvm::Value* convert(llvm::Value* x, DType from, DType to) {
-    if (from == to) return x;
-    llvm::Type* to_ty = lane_type(to);
-    bool from_float = is_floating(from);
-    if (to == kFloat16 || to == kBFloat16) {
-      // static_cast<Half>(x) goes through float.
-      return round16(convert(x, from, kFloat32), to);
-    }
-    if (to == kBool) {
-      return from_float ? b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
-                        : b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
-    }
-    if (is_floating(to)) {
-      if (from_float) {
-        if (x->getType() == to_ty) return x;
-        return to_ty->getPrimitiveSizeInBits() > x->getType()->getPrimitiveSizeInBits()
-                   ? b_.CreateFPExt(x, to_ty)
-                   : b_.CreateFPTrunc(x, to_ty);
-      }
-      return from == kBool ? b_.CreateUIToFP(x, to_ty) : b_.CreateSIToFP(x, to_ty);
-    }
-    // to an integer
-    if (from == kBool) return b_.CreateZExt(x, to_ty);
-    if (!from_float) return b_.CreateSExtOrTrunc(x, to_ty);
-    unsigned bits = to_ty->getIntegerBitWidth();
-    double lim = std::ldexp(1.0, static_cast<int>(bits) - 1);
-    llvm::Value* lo = llvm::ConstantFP::get(x->getType(), -lim);
-    llvm::Value* hi = llvm::ConstantFP::get(x->getType(), lim);
-    llvm::Value* in_range = b_.CreateAnd(b_.CreateFCmpOGE(x, lo), b_.CreateFCmpOLT(x, hi));
-    // fptosi of an out-of-range value is poison, which the select does not pick.
-    llvm::Value* fx = b_.CreateFPToSI(x, to_ty);
-    return b_.CreateSelect(in_range, fx,
-                           llvm::ConstantInt::get(ctx_, llvm::APInt::getSignedMinValue(bits)));
-  }
-
-  llvm::Value* unary(UnaryOp op, DType t, llvm::Value* x) {
-    if (t == kBool) return b_.CreateNot(x);  // the verifier allows only `not` on b8
-    if (is_floating(t)) return emit_float_unary(b_, *module_, op, t, x);
-    llvm::Value* zero = llvm::ConstantInt::get(x->getType(), 0);
-    llvm::Value* neg = b_.CreateSub(zero, x);  // wraps, as the interpreter's wrap_sub
-    if (op == UnaryOp::Neg) return neg;
-    if (op == UnaryOp::Abs) return b_.CreateSelect(b_.CreateICmpSLT(x, zero), neg, x);
-    KILN_ERROR("llvm backend: kernel {}: unary '{}' on {} has no lowering", k_.name,
-               kir::unary_op_name(op), dtype_name(t));
-  }
-
   llvm::Value* binary(ExprId id, BinaryOp op, DType t, llvm::Value* x, llvm::Value* y) {
-    if (t == kBool) return binary_bool(op, x, y);
-    if (is_floating(t)) return binary_float(op, t, x, y);
+    if (t == kBool) return emit_bool_binary(b_, k_.name, op, x, y);
+    if (is_floating(t)) return emit_float_binary(b_, *module_, k_.name, op, t, x, y);
     return binary_int(id, op, t, x, y);
-  }
-
-  llvm::Value* binary_bool(BinaryOp op, llvm::Value* x, llvm::Value* y) {
-    switch (op) {
-      case BinaryOp::Add:
-      case BinaryOp::Max:
-      case BinaryOp::Or:
-        return b_.CreateOr(x, y);
-      case BinaryOp::Mul:
-      case BinaryOp::Min:
-      case BinaryOp::And:
-        return b_.CreateAnd(x, y);
-      case BinaryOp::Sub:
-      case BinaryOp::Ne:
-        return b_.CreateXor(x, y);
-      case BinaryOp::Eq:
-        return b_.CreateICmpEQ(x, y);
-      case BinaryOp::Lt:
-        return b_.CreateICmpULT(x, y);
-      case BinaryOp::Le:
-        return b_.CreateICmpULE(x, y);
-      default:
-        break;
-    }
-    KILN_ERROR("llvm backend: kernel {}: binary '{}' on b8 has no lowering", k_.name,
-               kir::binary_op_name(op));
-  }
-
-  llvm::Value* binary_float(BinaryOp op, DType t, llvm::Value* x, llvm::Value* y) {
-    switch (op) {
-      case BinaryOp::Add:
-        return b_.CreateFAdd(x, y);
-      case BinaryOp::Sub:
-        return b_.CreateFSub(x, y);
-      case BinaryOp::Mul:
-        return b_.CreateFMul(x, y);
-      case BinaryOp::Div:
-        return b_.CreateFDiv(x, y);
-      case BinaryOp::Rem:
-        return b_.CreateFRem(x, y);  // fmod
-      case BinaryOp::Pow:
-        return emit_float_pow(b_, *module_, t, x, y);
-      // x != x ? x : max_nan(x, y), as the interpreter (torch.maximum's NaN propagation).
-      case BinaryOp::Max:
-      case BinaryOp::Min: {
-        llvm::Value* y_wins = op == BinaryOp::Max ? b_.CreateFCmpOGT(y, x) : b_.CreateFCmpOLT(y, x);
-        llvm::Value* m = b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(y, y), y_wins), y, x);
-        return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, m);
-      }
-      case BinaryOp::Eq:
-        return b_.CreateFCmpOEQ(x, y);
-      case BinaryOp::Ne:
-        return b_.CreateFCmpUNE(x, y);
-      case BinaryOp::Lt:
-        return b_.CreateFCmpOLT(x, y);
-      case BinaryOp::Le:
-        return b_.CreateFCmpOLE(x, y);
-      case BinaryOp::And:
-      case BinaryOp::Or:
-        break;
-    }
-    KILN_ERROR("llvm backend: kernel {}: binary '{}' on {} has no lowering", k_.name,
-               kir::binary_op_name(op), dtype_name(t));
   }
 
   llvm::Value* binary_int(ExprId id, BinaryOp op, DType t, llvm::Value* x, llvm::Value* y) {
@@ -729,17 +546,8 @@ class Emitter {
           return b_.CreateSelect(is_m1, b_.CreateSub(zero, x), b_.CreateSDiv(x, safe));
         return b_.CreateSelect(b_.CreateOr(is_zero, is_m1), zero, b_.CreateSRem(x, safe));
       }
-      case BinaryOp::Pow: {
-        const char* name = t == kInt32 ? kIpow32Symbol : kIpow64Symbol;
-        llvm::FunctionCallee f =
-            module_->getOrInsertFunction(name, llvm::FunctionType::get(ty, {ty, ty}, false));
-        if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
-          fn->setDoesNotAccessMemory();
-          fn->setDoesNotThrow();
-          fn->addFnAttr(llvm::Attribute::WillReturn);
-        }
-        return b_.CreateCall(f, {x, y});
-      }
+      case BinaryOp::Pow:
+        return emit_int_pow(b_, *module_, t, x, y);
       case BinaryOp::Max:
         return b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
       case BinaryOp::Min:
