@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -21,6 +20,8 @@
 #include "kiln/codegen/llvm/llvm_backend.h"
 #endif
 #include "kiln/kiln.h"
+
+#include "float_accuracy.h"
 
 namespace kir_test {
 
@@ -159,17 +160,7 @@ inline kiln::Tensor run_pointwise(const kir::Kernel& k, const std::vector<kiln::
   return out;
 }
 
-// Distance in units in the last place between two floats of one sign (0 when equal, NaN
-// matches NaN).
-inline int64_t ulp_distance(float a, float b) {
-  if (a != a || b != b) return (a != a && b != b) ? 0 : INT64_MAX;
-  if (a == b) return 0;
-  auto key = [](float x) {
-    int32_t i = std::bit_cast<int32_t>(x);
-    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
-  };
-  int64_t d = key(a) - key(b);
-  return d < 0 ? -d : d;
-}
+// The accuracy tests' ulp distance (0 when equal, for NaN against NaN and for 0 against -0).
+using kiln_test::ulp_distance;
 
 }  // namespace kir_test
