@@ -90,6 +90,19 @@ void BM_GeluForward(benchmark::State& state) {
 }
 BENCHMARK(BM_GeluForward)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// sin and cos fused into one loop (a rotary embedding's shape): reads x and a, writes y. Compiled,
+// the loop runs the polynomial vectorized (Note [Reduced-range LLVM loops]).
+void BM_SinCosForward(benchmark::State& state) {
+  Tensor x = kiln::randn({kLarge}) * 3.0, a = kiln::randn({kLarge});
+  run(
+      state,
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{kiln::sin(in[0]) * in[1] + kiln::cos(in[0])};
+      },
+      {x, a}, nullptr, 3 * kLarge * 4);
+}
+BENCHMARK(BM_SinCosForward)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 // Forward+backward: reads x, writes y; backward reads x and dy, writes dx (x is read twice, since
 // the two passes are separate calls; the ideal counts it once).
 void BM_GeluForwardBackward(benchmark::State& state) {

@@ -382,8 +382,9 @@ KILN_DOUBLE_FROM_LIBM(erf)
 // - Beyond the limit (and for inf and NaN) sin and cos are libm's: an exact reduction there
 //   needs 2/pi to some 190 bits (Payne and Hanek). The scalar functions below branch on the
 //   limit; the eager contiguous loop checks each block of inputs once and runs the polynomial
-//   alone over blocks within it (Note [Reduced-range float loops]); LLVM and CUDA branch as the
-//   scalar functions do.
+//   alone over blocks within it (Note [Reduced-range float loops]), a compiled LLVM loop runs it
+//   over its whole range and again with the branch only when needed (Note [Reduced-range LLVM
+//   loops]), and CUDA branches as the scalar functions do.
 inline constexpr float kSinCosReducedLimit = 8192.0f;
 
 // sin r for |r| <= pi/2 (1 + 2^-9). A denormal r is kept (r^3 S rounds away); r = -0 gives +0,

@@ -244,7 +244,74 @@ class Emitter {
     }
   }
 
+  // Note [Reduced-range LLVM loops]
+  // kiln::math::sin and cos branch to libm beyond the polynomial's range (Note [sin and cos by
+  // one polynomial]), and a branch to a call keeps the loop vectorizer away: compiled sin ran
+  // one element at a time. The eager loop checks each block once (Note [Reduced-range float
+  // loops]); an innermost loop does the same over its whole range. It runs first with the
+  // polynomial alone, ORing "beyond the range" into a flag (a reduction the vectorizer keeps),
+  // and only if the flag is set runs again as before, branching per element, which overwrites
+  // every value with kiln::math's. Running twice gives what running once does because such a
+  // loop only stores (Store and Let statements: no accumulate into an outer variable, no nested
+  // loop), reads no output buffer, and its outputs overlap no input (Note [LLVM kernel ABI]).
+  bool runs_reduced_first(const Stmt& s) const {
+    if (beyond_flag_ != nullptr) return false;
+    bool trig = false;
+    for (const Stmt& st : s.body) {
+      if (st.kind != StmtKind::Store && st.kind != StmtKind::Let) return false;
+      switch (scan_for_reduced_range(st.value)) {
+        case Scan::ReadsOutput:
+          return false;
+        case Scan::HasReducedRange:
+          trig = true;
+          break;
+        case Scan::Plain:
+          break;
+      }
+    }
+    return trig;
+  }
+  enum class Scan { Plain, HasReducedRange, ReadsOutput };
+  Scan scan_for_reduced_range(ExprId root) const {
+    std::vector<bool> seen(k_.exprs.size());
+    std::vector<ExprId> todo{root};
+    Scan found = Scan::Plain;
+    while (!todo.empty()) {
+      ExprId id = todo.back();
+      todo.pop_back();
+      if (seen[static_cast<size_t>(id)]) continue;
+      seen[static_cast<size_t>(id)] = true;
+      const kir::Expr& e = k_.exprs[static_cast<size_t>(id)];
+      if (e.kind == ExprKind::Load && k_.buffers[static_cast<size_t>(e.buffer)].output)
+        return Scan::ReadsOutput;
+      if (e.kind == ExprKind::Unary && reduced_range_op(static_cast<UnaryOp>(e.op), e.dtype))
+        found = Scan::HasReducedRange;
+      for (ExprId a : e.args)
+        if (a != kir::kNoExpr) todo.push_back(a);
+    }
+    return found;
+  }
+  static bool reduced_range_op(UnaryOp op, DType t) {
+    return (op == UnaryOp::Sin || op == UnaryOp::Cos) && is_floating(t) && t != kFloat64;
+  }
+
   void loop(const Stmt& s, llvm::Value* begin, llvm::Value* end) {
+    if (!runs_reduced_first(s)) return loop_once(s, begin, end);
+    beyond_flag_ = alloca_builder_->CreateAlloca(b_.getInt1Ty(), nullptr, "beyond_range");
+    b_.CreateStore(b_.getFalse(), beyond_flag_);
+    loop_once(s, begin, end);
+    llvm::Value* beyond = b_.CreateLoad(b_.getInt1Ty(), beyond_flag_);
+    beyond_flag_ = nullptr;
+    llvm::BasicBlock* again = llvm::BasicBlock::Create(ctx_, "beyond_range", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "within_range", fn_);
+    b_.CreateCondBr(beyond, again, done);
+    b_.SetInsertPoint(again);
+    loop_once(s, begin, end);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  void loop_once(const Stmt& s, llvm::Value* begin, llvm::Value* end) {
     if (s.loop_kind == LoopKind::Parallel)
       for (auto& [walk, p] : plan_row_prefetches(k_, s))
         prefetch_before_[walk].push_back(p);
@@ -495,10 +562,19 @@ class Emitter {
         v = from_storage(b_, b_.CreateLoad(storage_type(b_, buf.dtype), addr), buf.dtype);
         break;
       }
-      case ExprKind::Unary:
-        v = emit_unary(b_, *module_, k_.name, static_cast<UnaryOp>(e.op), dtype_of(e.args[0]),
-                       expr(e.args[0]));
+      case ExprKind::Unary: {
+        auto op = static_cast<UnaryOp>(e.op);
+        if (beyond_flag_ != nullptr && reduced_range_op(op, e.dtype)) {
+          // Note [Reduced-range LLVM loops]
+          auto [value, beyond] = emit_sin_cos_reduced(b_, op, expr(e.args[0]));
+          llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), beyond_flag_);
+          b_.CreateStore(b_.CreateOr(seen, beyond), beyond_flag_);
+          v = value;
+        } else {
+          v = emit_unary(b_, *module_, k_.name, op, dtype_of(e.args[0]), expr(e.args[0]));
+        }
         break;
+      }
       case ExprKind::Binary:
         v = binary(id, static_cast<BinaryOp>(e.op), dtype_of(e.args[0]), expr(e.args[0]),
                    expr(e.args[1]));
@@ -601,6 +677,8 @@ class Emitter {
       prefetch_before_;  // Note [Row prefetch]
   std::unordered_map<ExprId, llvm::Value*> memo_;
   llvm::AllocaInst* div_by_zero_ = nullptr;  // i32: failing expression id + 1
+  // i1, while a loop runs its polynomial-only pass (Note [Reduced-range LLVM loops]).
+  llvm::AllocaInst* beyond_flag_ = nullptr;
   int vector_depth_ = 0;
 };
 

@@ -66,7 +66,7 @@ namespace {
 
 // Bump when the emitter or pipeline changes what a kernel compiles to: it is part of every key,
 // so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-llvm-7";
+constexpr const char* kCodegenVersion = "kiln-llvm-8";
 
 std::string llvm_error(llvm::Error e) {
   return llvm::toString(std::move(e));
@@ -86,11 +86,12 @@ void check(llvm::Error e, std::string_view what) {
 
 // Note [Vector math]
 // exp, expm1, exp2, log, log1p, tanh and erf (and sigmoid and gelu_tanh, built on them),
-// gelu_exact and pow, in float32 are the polynomial templates of runtime/pointwise_math.h, emitted as
-// plain vectorizable IR (llvm_math.h), so compiled code and the eager kernels compute them
+// gelu_exact and pow, in float32 are the polynomial templates of runtime/pointwise_math.h, emitted
+// as plain vectorizable IR (llvm_math.h), so compiled code and the eager kernels compute them
 // identically. sin and cos are too, with a branch to libm beyond their polynomial's range
-// (Note [sin and cos by one polynomial]); the vectorizer does not vectorize loops with that
-// branch, so compiled sin and cos run their polynomial one element at a time. glibc's
+// (Note [sin and cos by one polynomial]); a loop over them first runs the polynomial alone,
+// vectorized, and again with the branch only when an input was beyond that range (Note
+// [Reduced-range LLVM loops] in llvm_emitter.cpp). glibc's
 // libmvec was the alternative (through the vectorizer's vector-library mapping), but its AVX2 logf
 // is 3 ulp from libm's logf at x = 1.24, outside the 2 ulp that
 // tests/codegen/llvm_vector_math_test.cpp holds every backend to (gelu_exact it holds to the

@@ -147,20 +147,18 @@ kiln::math::MantissaExponent<IRVal> centred_mantissa_exponent(IRVal x) {
   return {IRVal(b.CreateBitCast(m, f)), IRVal(b.CreateSIToFP(e, f))};
 }
 
-// As kiln::math::sin(float) and cos(float): the polynomial `reduced` (emitted in the current
+// As kiln::math::sin(float) and cos(float): the polynomial (emit_sin_cos_reduced, in the current
 // block) for |x| <= kSinCosReducedLimit, and a branch to libm's value for the other inputs (NaN
 // included) through the runtime's `symbol` (kSinfSymbol, kCosfSymbol) rather than sinf itself:
 // LLVM knows sinf as llvm.sin, which it may speculate, so the vectorizer turned the branch into
 // a select and called sinf for every lane. An unknown function it calls only for the lanes that
-// take the branch. Leaves the builder in a new block.
+// take the branch (and the branch keeps such a loop scalar: Note [Reduced-range LLVM loops]).
+// Leaves the builder in a new block.
 namespace {
-template <class Reduced>
-llvm::Value* reduced_or_libm(llvm::IRBuilder<>& b, llvm::Module& m, const char* symbol,
-                             llvm::Value* x, Reduced reduced) {
-  llvm::Value* fast = reduced(IRVal(x)).get();
-  llvm::Value* beyond =
-      b.CreateFCmpUGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
-                      llvm::ConstantFP::get(x->getType(), kiln::math::kSinCosReducedLimit));
+llvm::Value* reduced_or_libm(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryOp op,
+                             llvm::Value* x) {
+  auto [fast, beyond] = emit_sin_cos_reduced(b, op, x);
+  const char* symbol = op == kir::UnaryOp::Sin ? kSinfSymbol : kCosfSymbol;
   llvm::BasicBlock* here = b.GetInsertBlock();
   llvm::Function* fn = here->getParent();
   llvm::BasicBlock* slow = llvm::BasicBlock::Create(b.getContext(), "libm", fn);
@@ -176,6 +174,22 @@ llvm::Value* reduced_or_libm(llvm::IRBuilder<>& b, llvm::Module& m, const char* 
   return result;
 }
 }  // namespace
+
+ReducedRangeValue emit_sin_cos_reduced(llvm::IRBuilder<>& b, kir::UnaryOp op, llvm::Value* x) {
+  IRScope scope(b, x->getType());
+  // The same contraction as emit_float_unary's (Note [LLVM agrees with the interpreter]).
+  llvm::IRBuilderBase::FastMathFlagGuard guard(b);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowContract(true);
+  b.setFastMathFlags(fmf);
+  IRVal v(x);
+  llvm::Value* value =
+      op == kir::UnaryOp::Sin ? kiln::math::sin_reduced(v).get() : kiln::math::cos_reduced(v).get();
+  llvm::Value* beyond =
+      b.CreateFCmpUGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                      llvm::ConstantFP::get(x->getType(), kiln::math::kSinCosReducedLimit));
+  return {value, beyond};
+}
 
 llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryOp op, DType t,
                               llvm::Value* x) {
@@ -227,14 +241,10 @@ llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& m, kir::UnaryO
       if (f32) return kiln::math::expm1_poly(IRVal(x)).get();
       return call_libm(b, m, "expm1f", "expm1", t, x);
     case UnaryOp::Sin:
-      if (f32)
-        return reduced_or_libm(b, m, kSinfSymbol, x,
-                               [](IRVal v) { return kiln::math::sin_reduced(v); });
+      if (f32) return reduced_or_libm(b, m, op, x);
       return call_libm(b, m, "sinf", "sin", t, x);
     case UnaryOp::Cos:
-      if (f32)
-        return reduced_or_libm(b, m, kCosfSymbol, x,
-                               [](IRVal v) { return kiln::math::cos_reduced(v); });
+      if (f32) return reduced_or_libm(b, m, op, x);
       return call_libm(b, m, "cosf", "cos", t, x);
     case UnaryOp::Not:
       break;

@@ -72,6 +72,14 @@ inline constexpr const char* kCosfSymbol = "kiln_llvm_cosf";
 // blocks: the builder is left at the end of a new one.
 llvm::Value* emit_float_unary(llvm::IRBuilder<>& b, llvm::Module& module, kir::UnaryOp op, DType t,
                               llvm::Value* x);
+// f32 sin or cos (op) of x by the polynomial alone, and whether x lies beyond its range (or is
+// NaN), where kiln::math::sin and cos give libm's value instead: for loops that check the whole
+// range once (Note [Reduced-range LLVM loops]).
+struct ReducedRangeValue {
+  llvm::Value* value;
+  llvm::Value* beyond;  // i1
+};
+ReducedRangeValue emit_sin_cos_reduced(llvm::IRBuilder<>& b, kir::UnaryOp op, llvm::Value* x);
 // x ** y for floats, as kiln::math::pow: the pow_poly template for float32 (Note [pow in
 // double-float]), libm's pow for float64.
 llvm::Value* emit_float_pow(llvm::IRBuilder<>& b, llvm::Module& module, DType t, llvm::Value* x,

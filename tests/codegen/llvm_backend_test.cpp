@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "codegen/kir_test_util.h"
 #include "kiln/config.h"
@@ -66,6 +68,44 @@ TEST(LlvmBackend, GeluTanhIsVectorizedAndMatchesTheInterpreterBitForBit) {
   EXPECT_EQ(compiled->debug_files[1].first, "gelu_tanh.opt.ll");
   EXPECT_NE(compiled->debug_files[1].second.find("x float>"), std::string::npos)
       << compiled->debug_files[1].second;
+}
+
+// Note [Reduced-range LLVM loops]: sin and cos loops vectorize, and where an input lies beyond the
+// polynomial's range (or is inf or NaN) the loop runs again with libm's values, so that both give
+// the interpreter's bits.
+TEST(LlvmBackend, SinAndCosAreVectorizedAndRerunWithLibmBeyondTheirRange) {
+  const int64_t n = 1003;
+  for (bool cosine : {false, true}) {
+    kir::Kernel k =
+        pointwise_kernel(cosine ? "cos_plus" : "sin_plus", {kiln::kFloat32, kiln::kFloat32},
+                         kiln::kFloat32, kiln::kFloat32, n, [cosine](std::span<const Val> a) {
+                           return (cosine ? m::cos_(a[0]) : m::sin_(a[0])) + a[1];
+                         });
+    cg::LlvmCompileOptions o = no_disk();
+    o.keep_debug_text = true;
+    auto compiled = cg::llvm_compile(k, o);
+    const std::string& ir = compiled->debug_files[1].second;
+    EXPECT_NE(ir.find("x float>"), std::string::npos) << ir;
+    // The per-element branch to libm of the second run (llvm_math.h's kSinfSymbol, kCosfSymbol).
+    EXPECT_NE(ir.find(cosine ? "kiln_llvm_cosf" : "kiln_llvm_sinf"), std::string::npos) << ir;
+    std::vector<float> within = ramp(n, -100.f, 100.f);
+    std::vector<float> beyond = within;
+    beyond[3] = 1e6f;
+    beyond[500] = std::numeric_limits<float>::quiet_NaN();
+    beyond[1001] = -std::numeric_limits<float>::infinity();
+    beyond[1002] = std::nextafter(kiln::math::kSinCosReducedLimit, 1e9f);
+    for (const std::vector<float>* xs : {&within, &beyond}) {
+      Tensor x = kiln::from_vector(*xs, {n});
+      Tensor y = kiln::from_vector(ramp(n, -1.f, 1.f), {n});
+      std::vector<float> want = run_pointwise(k, {x, y}, kiln::kFloat32).to_vector<float>();
+      Tensor out = kiln::empty({n});
+      cg::llvm_run(*compiled, k, std::vector<Tensor>{x, y, out});
+      std::vector<float> got = out.to_vector<float>();
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+            << (cosine ? "cos" : "sin") << "(" << (*xs)[i] << ") at " << i;
+    }
+  }
 }
 
 }  // namespace
