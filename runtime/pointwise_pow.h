@@ -88,7 +88,8 @@ KILN_ALWAYS_INLINE DoubleFloat<V> log2_double_float(V x) {
   V g = m - V(1);
   V b = m + V(1);
   V b_lo = m - (b - V(1));
-  // One division: sh = g / b within an ulp is enough for the remainder fma to be exact.
+  // One division: sh = g (1 / b) is within about 1.5 ulp of g / b, and sl recovers the rest (the
+  // remainder fma is then exact or within 2^-48 of g, far below what sl needs).
   V inverse = V(1) / b;
   V sh = g * inverse;
   V sl = fma(-sh, b_lo, fma(-sh, b, g)) * inverse;
@@ -105,7 +106,8 @@ KILN_ALWAYS_INLINE DoubleFloat<V> log2_double_float(V x) {
   V p = product_rounded(V(0x1.715476p+1), sh);
   V pe = fma(V(0x1.715476p+1), sh, -p);
   V p2 = fma(c, q, p);
-  // The small terms summed as a tree, off the chain that p2 ends (pow is bound by latency).
+  // The small terms summed as a tree, off the chain that p2 ends (a shorter chain helps where
+  // pow is bound by latency, as on the AMD machine it was tuned on).
   V small = (fma(c, q, p - p2) + fma(ce, q, pe)) +
             fma(V(0x1.715476p+1), sl, product_rounded(V(0x1.4ae0cp-25), sh));
   // e + p2 by Fast2Sum (|e| >= 1 > |p2|, or e = 0).

@@ -171,21 +171,22 @@ class Emitter {
     return fn_;
   }
 
-  // ---- types ----
-
   // ---- variables ----
 
   llvm::AllocaInst* var_slot(VarId v) {
     auto it = vars_.find(v);
     if (it != vars_.end()) return it->second;
     const kir::Var& var = k_.vars.at(static_cast<size_t>(v));
-    // Allocas go at the top of the entry block, where SROA promotes them to registers.
-    llvm::BasicBlock& entry = fn_->getEntryBlock();
-    alloca_builder_->SetInsertPoint(&entry, entry.getFirstInsertionPt());
-    llvm::AllocaInst* slot =
-        alloca_builder_->CreateAlloca(lane_type(b_, var.dtype), nullptr, var.name);
+    llvm::AllocaInst* slot = entry_alloca(lane_type(b_, var.dtype), var.name);
     vars_.emplace(v, slot);
     return slot;
+  }
+  // Allocas go at the top of the entry block (which may already end in its branch), where SROA
+  // promotes them to registers.
+  llvm::AllocaInst* entry_alloca(llvm::Type* type, const std::string& name) {
+    llvm::BasicBlock& entry = fn_->getEntryBlock();
+    alloca_builder_->SetInsertPoint(&entry, entry.getFirstInsertionPt());
+    return alloca_builder_->CreateAlloca(type, nullptr, name);
   }
   llvm::Value* read_var(VarId v) {
     llvm::AllocaInst* slot = var_slot(v);
@@ -253,14 +254,24 @@ class Emitter {
   // and only if the flag is set runs again as before, branching per element, which overwrites
   // every value with kiln::math's. Running twice gives what running once does because such a
   // loop only stores (Store and Let statements: no accumulate into an outer variable, no nested
-  // loop), reads no output buffer, and its outputs overlap no input (Note [LLVM kernel ABI]).
+  // loop), at indices that do not depend on sin or cos, reads no output buffer, divides no
+  // integers (whose division by zero would be reported), and its outputs overlap no input (Note
+  // [LLVM kernel ABI]).
   bool runs_reduced_first(const Stmt& s) const {
     if (beyond_flag_ != nullptr) return false;
-    bool trig = false;
+    std::vector<VarId> lets;
     for (const Stmt& st : s.body) {
       if (st.kind != StmtKind::Store && st.kind != StmtKind::Let) return false;
-      switch (scan_for_reduced_range(st.value)) {
-        case Scan::ReadsOutput:
+      if (st.kind == StmtKind::Let) lets.push_back(st.var);
+    }
+    bool trig = false;
+    for (const Stmt& st : s.body) {
+      // A Store's index must not depend on the first run's values (directly or through a Let):
+      // that run could write elements the second one never rewrites.
+      if (st.kind == StmtKind::Store && scan_for_reduced_range(st.index, lets) != Scan::Plain)
+        return false;
+      switch (scan_for_reduced_range(st.value, {})) {
+        case Scan::Ineligible:
           return false;
         case Scan::HasReducedRange:
           trig = true;
@@ -271,23 +282,32 @@ class Emitter {
     }
     return trig;
   }
-  enum class Scan { Plain, HasReducedRange, ReadsOutput };
-  Scan scan_for_reduced_range(ExprId root) const {
+  // Ineligible: the expression reads an output buffer or one of `lets`, or divides integers
+  // (the first run's values beyond the range could raise a division by zero that running once
+  // never would).
+  enum class Scan { Plain, HasReducedRange, Ineligible };
+  Scan scan_for_reduced_range(ExprId root, const std::vector<VarId>& lets) const {
     std::vector<bool> seen(k_.exprs.size());
     std::vector<ExprId> todo{root};
     Scan found = Scan::Plain;
     while (!todo.empty()) {
       ExprId id = todo.back();
       todo.pop_back();
-      if (seen[static_cast<size_t>(id)]) continue;
+      if (id == kir::kNoExpr || seen[static_cast<size_t>(id)]) continue;
       seen[static_cast<size_t>(id)] = true;
       const kir::Expr& e = k_.exprs[static_cast<size_t>(id)];
       if (e.kind == ExprKind::Load && k_.buffers[static_cast<size_t>(e.buffer)].output)
-        return Scan::ReadsOutput;
+        return Scan::Ineligible;
+      if (e.kind == ExprKind::Var && std::find(lets.begin(), lets.end(), e.var) != lets.end())
+        return Scan::Ineligible;
+      if (e.kind == ExprKind::Binary && !is_floating(e.dtype) &&
+          (static_cast<BinaryOp>(e.op) == BinaryOp::Div ||
+           static_cast<BinaryOp>(e.op) == BinaryOp::Rem))
+        return Scan::Ineligible;
       if (e.kind == ExprKind::Unary && reduced_range_op(static_cast<UnaryOp>(e.op), e.dtype))
         found = Scan::HasReducedRange;
       for (ExprId a : e.args)
-        if (a != kir::kNoExpr) todo.push_back(a);
+        todo.push_back(a);
     }
     return found;
   }
@@ -297,7 +317,7 @@ class Emitter {
 
   void loop(const Stmt& s, llvm::Value* begin, llvm::Value* end) {
     if (!runs_reduced_first(s)) return loop_once(s, begin, end);
-    beyond_flag_ = alloca_builder_->CreateAlloca(b_.getInt1Ty(), nullptr, "beyond_range");
+    beyond_flag_ = entry_alloca(b_.getInt1Ty(), "beyond_range");
     b_.CreateStore(b_.getFalse(), beyond_flag_);
     loop_once(s, begin, end);
     llvm::Value* beyond = b_.CreateLoad(b_.getInt1Ty(), beyond_flag_);
@@ -565,7 +585,7 @@ class Emitter {
       case ExprKind::Unary: {
         auto op = static_cast<UnaryOp>(e.op);
         if (beyond_flag_ != nullptr && reduced_range_op(op, e.dtype)) {
-          // Note [Reduced-range LLVM loops]
+          // The polynomial-only run (Note [Reduced-range LLVM loops]).
           auto [value, beyond] = emit_sin_cos_reduced(b_, op, expr(e.args[0]));
           llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), beyond_flag_);
           b_.CreateStore(b_.CreateOr(seen, beyond), beyond_flag_);
