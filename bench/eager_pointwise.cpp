@@ -94,6 +94,10 @@ void BM_EagerPowTensor(benchmark::State& s) {
   binary_bench(
       s, [](const T& a, const T& b) { return kiln::pow(a, b); }, 4, true);
 }
+// gelu's derivative in one pass (gelu_backward): reads the gradient and x, writes the result.
+void BM_EagerGeluBackward(benchmark::State& s) {
+  binary_bench(s, [](const T& g, const T& x) { return kiln::gelu_backward(g, x); });
+}
 // sin and cos: the polynomial within |x| <= 8192 (Note [sin and cos by one polynomial]). cos
 // gets randn * 100: angles over many periods.
 void BM_EagerSin(benchmark::State& s) {
@@ -144,6 +148,7 @@ KILN_PW_BENCH(BM_EagerExpm1);
 KILN_PW_BENCH(BM_EagerPowSquare);
 KILN_PW_BENCH(BM_EagerPow);
 KILN_PW_BENCH(BM_EagerPowTensor);
+KILN_PW_BENCH(BM_EagerGeluBackward);
 KILN_PW_BENCH(BM_EagerSin);
 KILN_PW_BENCH(BM_EagerCos);
 KILN_PW_BENCH(BM_EagerClamp);

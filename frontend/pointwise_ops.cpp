@@ -97,6 +97,11 @@ Tensor gelu(const Tensor& x, const std::string& approximate, std::source_locatio
   CallSiteScope site(loc);
   return call_op1(KILN_OP("gelu"), {x}, GeluAttrs{approximate});
 }
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& x, const std::string& approximate,
+                     std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("gelu_backward"), {grad_output, x}, GeluAttrs{approximate});
+}
 Tensor clamp(const Tensor& x, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
              std::source_location loc) {
   CallSiteScope site(loc);

@@ -51,6 +51,10 @@ Tensor erf(const Tensor& x, std::source_location loc = std::source_location::cur
 // approximate: "none" (x * Phi(x) with erf) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none",
             std::source_location loc = std::source_location::current());
+// grad_output * d gelu(x) / dx in one pass (torch's gelu_backward); gelu's derivative calls it.
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& x,
+                     const std::string& approximate = "none",
+                     std::source_location loc = std::source_location::current());
 Tensor abs(const Tensor& x, std::source_location loc = std::source_location::current());
 Tensor sign(const Tensor& x, std::source_location loc = std::source_location::current());
 // At least one bound must be given; the bounds take part in type promotion.

@@ -589,6 +589,24 @@ KILN_ALWAYS_INLINE V gelu_tanh(V x) {
   V y = x * (V(-2.3022081981443248891) + V(-0.10294323958002348742) * (x * x));
   return x / (V(1) + exp2(y));
 }
+// gelu's derivative times the incoming gradient g in one pass, as torch's gelu_backward: the
+// autograd formula written with Tensor ops took ten passes over memory. "none": Phi(x) + x phi(x);
+// "tanh": the derivative of the function the forward approximates, 0.5 x (1 + tanh(u)) with
+// u = sqrt(2/pi) (x + 0.044715 x^3), that is 0.5 (1 + t) + 0.5 x (1 - t^2) u'.
+template <class V>
+KILN_ALWAYS_INLINE V gelu_erf_backward(V g, V x) {
+  V cdf = V(0.5) + V(0.5) * erf(x * V(0.70710678118654752440));
+  V pdf = exp(x * x * V(-0.5)) * V(0.39894228040143267794);
+  return g * (cdf + x * pdf);
+}
+template <class V>
+KILN_ALWAYS_INLINE V gelu_tanh_backward(V g, V x) {
+  V x2 = x * x;
+  V t = tanh(x * (V(1) + V(0.044715) * x2) * V(0.79788456080286535588));
+  V left = V(0.5) + V(0.5) * t;
+  V right = x * (V(1) - t * t) * (V(1) + V(0.134145) * x2) * V(0.39894228040143267794);
+  return g * (left + right);
+}
 template <class V>
 KILN_ALWAYS_INLINE V silu(V x) {
   return x / (V(1) + exp(-x));

@@ -1,5 +1,6 @@
 // Pointwise math ops beyond the arithmetic of pointwise_ops.cpp: pow, the float functions
-// (log1p ... erf, gelu, silu), abs, sign and clamp. The math is in runtime/pointwise_math.h.
+// (log1p ... erf, gelu and its backward, silu), abs, sign and clamp. The math is in
+// runtime/pointwise_math.h.
 #include <optional>
 
 #include "kiln/runtime/kernels/pointwise_kernels.h"
@@ -134,6 +135,50 @@ kir::Val gelu_expr(const OpDef& op, std::span<const kir::Val> in, const void* at
   return unary_expr<GeluErfMath>(op, in, attrs, result);
 }
 
+// ---- gelu_backward ----
+
+// grad_output times gelu'(self), both operands broadcast and promoted as gelu promotes its input.
+template <class Math>
+void gelu_backward_loop(std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                        const OpDef& op) {
+  DType dtype = outputs[0].dtype();
+  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
+    // Forced inline and the AVX-512 clone, as pow: erf and exp (or tanh) make it compute bound.
+    auto f = [](compute_t<T> g, compute_t<T> x) KILN_ALWAYS_INLINE_LAMBDA { return Math()(g, x); };
+    binary_loop<T, T>(it, f, /*clone_f32=*/true);
+  });
+}
+#define KILN_MATH2(Name, expr)                        \
+  struct Name {                                       \
+    template <class V>                                \
+    KILN_ALWAYS_INLINE V operator()(V g, V x) const { \
+      return expr;                                    \
+    }                                                 \
+  };
+KILN_MATH2(GeluErfBackwardMath, math::gelu_erf_backward(g, x))
+KILN_MATH2(GeluTanhBackwardMath, math::gelu_tanh_backward(g, x))
+#undef KILN_MATH2
+
+void gelu_backward_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                          std::span<const Tensor> inputs, const void* attrs) {
+  if (attrs_as<GeluAttrs>(attrs).approximate == "tanh") {
+    gelu_backward_loop<GeluTanhBackwardMath>(outputs, inputs, op);
+  } else {
+    gelu_backward_loop<GeluErfBackwardMath>(outputs, inputs, op);
+  }
+}
+
+kir::Val gelu_backward_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs,
+                            DType result) {
+  bool tanh = attrs_as<GeluAttrs>(attrs).approximate == "tanh";
+  return math_expr(result, [&] {
+    kir::Val g = operand_expr(in[0], result), x = operand_expr(in[1], result);
+    return tanh ? GeluTanhBackwardMath()(g, x) : GeluErfBackwardMath()(g, x);
+  });
+}
+
 // ---- clamp ----
 
 // As torch: the bounds take part in type promotion like Python numbers (an int tensor clamped
@@ -216,6 +261,13 @@ void register_pointwise_math_ops(OpTable& table) {
   gelu.dtype = gelu_dtype;
   gelu.compute[kCpuKey] = gelu_kernel;
   gelu.expr = gelu_expr;
+
+  OpDef& gelu_bw = table.add<GeluAttrs>("gelu_backward", {"grad_output", "self"},
+                                        kPointwise | kRecomputable, "GeluAttrs");
+  gelu_bw.shape = rules::broadcast_shape;
+  gelu_bw.dtype = gelu_dtype;
+  gelu_bw.compute[kCpuKey] = gelu_backward_kernel;
+  gelu_bw.expr = gelu_backward_expr;
 
   OpDef& clamp = table.add<ClampAttrs>("clamp", {"self"}, kPointwise | kRecomputable, "ClampAttrs");
   clamp.shape = rules::same_shape;

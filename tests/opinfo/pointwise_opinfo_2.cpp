@@ -143,6 +143,40 @@ std::vector<Sample> pow_scalar_samples(DType t, double lo, double hi, const kiln
   return s;
 }
 
+// gelu_backward(g, x) = g gelu'(x), against the derivatives in closed form: Phi(x) + x phi(x),
+// and for "tanh" 0.5 (1 + t) + 0.5 x (1 - t^2) u' with t = tanh(u), u = k (x + 0.044715 x^3).
+double gelu_erf_grad_ref(double g, double x) {
+  double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
+  return g * (0.5 * std::erfc(-x / std::numbers::sqrt2) + x * pdf);
+}
+double gelu_tanh_grad_ref(double g, double x) {
+  double k = std::sqrt(2 / std::numbers::pi);
+  double t = std::tanh(k * (x + 0.044715 * x * x * x));
+  double du = k * (1 + 3 * 0.044715 * x * x);
+  return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du);
+}
+
+KILN_REGISTER_OPINFO(gelu_backward, [] {
+  OpInfo info{"gelu_backward", {"gelu_backward"}};
+  info.samples = [] {
+    std::vector<DTypeTriple> dtypes = same_triples(kFloatTypes);
+    dtypes.push_back({kiln::kFloat32, kiln::kFloat64, kiln::kFloat64});
+    dtypes.push_back({kiln::kInt32, kiln::kFloat32, kiln::kFloat32});
+    std::vector<Sample> s =
+        binary_samples([](const Tensor& g, const Tensor& x) { return kiln::gelu_backward(g, x); },
+                       gelu_erf_grad_ref, dtypes, -2, 2, -5, 5);
+    std::vector<Sample> t = binary_samples(
+        [](const Tensor& g, const Tensor& x) { return kiln::gelu_backward(g, x, "tanh"); },
+        gelu_tanh_grad_ref, dtypes, -2, 2, -5, 5);
+    for (Sample& x : t) {
+      x.name = "tanh_" + x.name;
+      s.push_back(std::move(x));
+    }
+    return s;
+  };
+  return info;
+}());
+
 KILN_REGISTER_OPINFO(pow, [] {
   OpInfo info{"pow", {"pow", "pow_scalar"}};
   info.samples = [] {

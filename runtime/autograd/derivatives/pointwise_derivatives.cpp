@@ -118,25 +118,38 @@ Tensor erf_grad(const GradArgs& a) {
   return a.grad() * (exp(-(x * x)) * 1.12837916709551257390);
 }
 
-// gelu(x) = x Phi(x): the derivative Phi(x) + x phi(x) with the standard normal's cdf and pdf.
-// The tanh form differentiates 0.5 x (1 + tanh(k (x + c x^3))) itself, so that the gradient
-// is exact for the function the forward computed.
+// gelu's derivative in one pass: the gelu_backward op (for the tanh form, the derivative of the
+// function the forward computed).
 Tensor gelu_grad(const GradArgs& a) {
-  const Tensor& x = self_of(a);
-  if (a.attrs_as<GeluAttrs>().approximate == "tanh") {
-    constexpr double kBeta = 0.79788456080286535588;  // sqrt(2 / pi)
-    constexpr double kKappa = 0.044715;
-    Tensor x2 = x * x;
-    Tensor t = tanh(x * (x2 * kKappa + 1) * kBeta);
-    Tensor left = (t + 1) * 0.5;
-    Tensor right = x * (1 - t * t) * (x2 * (3 * kKappa) + 1) * (0.5 * kBeta);
-    return a.grad() * (left + right);
+  return gelu_backward(a.grad(), self_of(a), a.attrs_as<GeluAttrs>().approximate);
+}
+
+// gelu_backward(g, x) = g gelu'(x): its gradients are gg gelu'(x) for g and gg g gelu''(x) for x,
+// with gelu''(x) = phi(x) (2 - x^2) for "none" and, for "tanh" (t = tanh(u), u' = du/dx),
+// (1 - t^2) (u' - x t u'^2 + 3 kappa beta x^2).
+Grads gelu_backward_backward(const GradArgs& a) {
+  const Tensor& g = a.inputs[0];
+  const Tensor& x = a.inputs[1];
+  const std::string& approximate = a.attrs_as<GeluAttrs>().approximate;
+  Grads out(2);
+  if (a.needs(0)) out[0] = gelu_backward(a.grad(), x, approximate);
+  if (a.needs(1)) {
+    Tensor second;
+    if (approximate == "tanh") {
+      constexpr double kBeta = 0.79788456080286535588;  // sqrt(2 / pi)
+      constexpr double kKappa = 0.044715;
+      Tensor x2 = x * x;
+      Tensor t = tanh(x * (x2 * kKappa + 1) * kBeta);
+      Tensor du = (x2 * (3 * kKappa) + 1) * kBeta;
+      second = (1 - t * t) * (du - x * t * du * du + x2 * (3 * kKappa * kBeta));
+    } else {
+      constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+      Tensor x2 = x * x;
+      second = exp(x2 * -0.5) * kInvSqrt2Pi * (2 - x2);
+    }
+    out[1] = a.grad() * g * second;
   }
-  constexpr double kSqrtHalf = 0.70710678118654752440;
-  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-  Tensor cdf = (erf(x * kSqrtHalf) + 1) * 0.5;
-  Tensor pdf = exp(x * x * -0.5) * kInvSqrt2Pi;
-  return a.grad() * (cdf + x * pdf);
+  return out;
 }
 
 // pow(x, e) for a scalar e: e x^(e-1), and a zero gradient for e == 0 (as torch, which avoids
@@ -273,6 +286,7 @@ void register_pointwise_derivatives(OpTable& table) {
   set(table, {"cos"}, unary<cos_grad>, kSelf, kSaveNone);
   set(table, {"erf"}, unary<erf_grad>, kSelf, kSaveNone);
   set(table, {"gelu"}, unary<gelu_grad>, kSelf, kSaveNone);
+  set(table, {"gelu_backward"}, gelu_backward_backward, kSelf | kOther, kSaveNone);
   set(table, {"pow"}, pow_backward, kSelf | kOther, kResult);
   set(table, {"pow_scalar"}, unary<pow_scalar_grad>, kSelf, kSaveNone);
   set(table, {"clamp", "clamp_"}, unary<clamp_grad>, kSelf, kSaveNone);
