@@ -302,7 +302,8 @@ class Emitter {
         return Scan::Ineligible;
       if (e.kind == ExprKind::Binary && !is_floating(e.dtype) &&
           (static_cast<BinaryOp>(e.op) == BinaryOp::Div ||
-           static_cast<BinaryOp>(e.op) == BinaryOp::Rem))
+           static_cast<BinaryOp>(e.op) == BinaryOp::Rem) &&
+          !nonzero_constant(e.args[1]))
         return Scan::Ineligible;
       if (e.kind == ExprKind::Unary && reduced_range_op(static_cast<UnaryOp>(e.op), e.dtype))
         found = Scan::HasReducedRange;
@@ -310,6 +311,12 @@ class Emitter {
         todo.push_back(a);
     }
     return found;
+  }
+  // A divisor that can never be zero (the index arithmetic of broadcast operands divides by
+  // dimension sizes).
+  bool nonzero_constant(ExprId id) const {
+    const kir::Expr& e = k_.exprs[static_cast<size_t>(id)];
+    return e.kind == ExprKind::Const && e.ivalue != 0;
   }
   static bool reduced_range_op(UnaryOp op, DType t) {
     return (op == UnaryOp::Sin || op == UnaryOp::Cos) && is_floating(t) && t != kFloat64;

@@ -134,17 +134,20 @@ Grads gelu_backward_backward(const GradArgs& a) {
   Grads out(2);
   if (a.needs(0)) out[0] = gelu_backward(a.grad(), x, approximate);
   if (a.needs(1)) {
+    // In float32 for 16-bit x: there x^2 and x u'^2 overflow where (1 - t^2) or phi is already 0,
+    // and inf * 0 would give NaN (the engine casts the gradient back to x's dtype).
+    Tensor xs = element_size(x.dtype()) < 4 ? x.to(kFloat32) : x;
     Tensor second;
     if (approximate == "tanh") {
       constexpr double kBeta = 0.79788456080286535588;  // sqrt(2 / pi)
       constexpr double kKappa = 0.044715;
-      Tensor x2 = x * x;
-      Tensor t = tanh(x * (x2 * kKappa + 1) * kBeta);
+      Tensor x2 = xs * xs;
+      Tensor t = tanh(xs * (x2 * kKappa + 1) * kBeta);
       Tensor du = (x2 * (3 * kKappa) + 1) * kBeta;
-      second = (1 - t * t) * (du - x * t * du * du + x2 * (3 * kKappa * kBeta));
+      second = (1 - t * t) * (du - xs * t * du * du + x2 * (3 * kKappa * kBeta));
     } else {
       constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-      Tensor x2 = x * x;
+      Tensor x2 = xs * xs;
       second = exp(x2 * -0.5) * kInvSqrt2Pi * (2 - x2);
     }
     out[1] = a.grad() * g * second;
