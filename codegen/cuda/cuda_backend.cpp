@@ -28,7 +28,7 @@ namespace {
 
 // Bump when the emitter or the NVRTC options change what a source compiles to: it is part of
 // every key, so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-cuda-3";
+constexpr const char* kCodegenVersion = "kiln-cuda-4";
 
 // A cache file holds a header line, the entry code it was built from (compared on load, so a
 // hash collision can never load another kernel's image) and the image.

@@ -66,7 +66,7 @@ namespace {
 
 // Bump when the emitter or pipeline changes what a kernel compiles to: it is part of every key,
 // so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-llvm-10";
+constexpr const char* kCodegenVersion = "kiln-llvm-11";
 
 std::string llvm_error(llvm::Error e) {
   return llvm::toString(std::move(e));
