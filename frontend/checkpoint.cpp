@@ -95,8 +95,8 @@ void attach_checkpoint(RecomputeFn recompute, const std::vector<Tensor>& tensor_
   for (const Tensor& t : tensor_inputs)
     any = any || (t.defined() && t.requires_grad());
   if (!any) return;
-  auto node = std::make_shared<CheckpointBackward>(std::move(recompute), tensor_inputs,
-                                                   GeneratorState{rng_seed, rng_offset});
+  auto node = autograd::make_node<CheckpointBackward>(std::move(recompute), tensor_inputs,
+                                                      GeneratorState{rng_seed, rng_offset});
   if (AnomalyMode::is_enabled()) node->metadata()->forward_op = "checkpoint";
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& t = *outputs[i];

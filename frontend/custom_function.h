@@ -131,7 +131,7 @@ struct Function {
  private:
   template <class... Args>
   static auto apply_eager(Args&&... args) {
-    auto node = std::make_shared<CppNode<T>>(demangled_type_name(typeid(T)), traceable());
+    auto node = autograd::make_node<CppNode<T>>(demangled_type_name(typeid(T)), traceable());
     std::vector<Tensor> tensor_inputs;
     auto note = [&](const auto& arg) {
       size_t before = tensor_inputs.size();

@@ -103,7 +103,7 @@ Tensor Tensor::to(Device d, std::source_location loc) const {
     Tensor out = empty_tensor(sizes(), dtype(), d);
     cuda::copy_between_devices(out, *this);
     if (requires_grad() && GradMode::is_enabled()) {
-      auto fn = std::make_shared<ToDeviceBackward>(
+      auto fn = autograd::make_node<ToDeviceBackward>(
           device(), autograd::collect_next_edges(std::span(this, 1)));
       autograd::set_history(out, fn, 0);
     }

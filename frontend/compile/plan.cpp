@@ -79,7 +79,7 @@ std::vector<Tensor> run_plan(const std::shared_ptr<const Plan>& plan,
     std::vector<Tensor> out = run_steps(*plan, primals);
     NoGradGuard no_grad;
     for (auto [input, output] : plan->write_backs)
-      inputs.at(input).copy_(out.at(output));
+      primals.at(input).copy_(out.at(output));
     out.resize(plan->num_outputs);
     return out;
   }
@@ -88,8 +88,9 @@ std::vector<Tensor> run_plan(const std::shared_ptr<const Plan>& plan,
     // The forward plan records no eager history: CompiledBackward stands for all of it.
     NoGradGuard no_grad;
     out = interpret(*plan->forward, primals, random.has_value() ? &*random : nullptr);
+    // Into arguments and lifted tensors alike (Note [Lifted tensors], graph_tracer.h).
     for (auto [input, output] : plan->write_backs)
-      inputs.at(input).copy_(out.at(output));
+      primals.at(input).copy_(out.at(output));
   }
   size_t num_forward = plan->num_outputs + plan->write_backs.size();
   std::vector<Tensor> outputs(out.begin(),
@@ -97,7 +98,7 @@ std::vector<Tensor> run_plan(const std::shared_ptr<const Plan>& plan,
   if (!plan->backward || !GradMode::is_enabled()) return outputs;
 
   std::vector<Tensor> saved(out.begin() + static_cast<std::ptrdiff_t>(num_forward), out.end());
-  auto node = std::make_shared<CompiledBackward>(plan, saved, primals, random);
+  auto node = autograd::make_node<CompiledBackward>(plan, saved, primals, random);
   std::vector<Tensor> wrt;
   for (size_t k : plan->grad_primals)
     wrt.push_back(primals.at(k));

@@ -24,7 +24,7 @@ std::vector<Tensor> redispatch(const OpDef& op, std::span<const Tensor> inputs, 
 
 std::shared_ptr<OpBackward> make_node(const OpDef& op, std::span<const Tensor> inputs,
                                       const void* attrs) {
-  auto node = std::make_shared<OpBackward>(op, attrs, collect_next_edges(inputs));
+  auto node = autograd::make_node<OpBackward>(op, attrs, collect_next_edges(inputs));
   std::vector<InputMetadata> metas;
   metas.reserve(inputs.size());
   for (const Tensor& t : inputs)

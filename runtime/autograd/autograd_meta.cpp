@@ -62,7 +62,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
   std::lock_guard<std::mutex> lock(accumulator_mutex());
   std::shared_ptr<Node> acc = meta->grad_accumulator.lock();
   if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(Tensor(t.impl_ptr()));
+    acc = autograd::make_node<AccumulateGrad>(Tensor(t.impl_ptr()));
     meta->grad_accumulator = acc;
   }
   return acc;
@@ -89,11 +89,13 @@ void install_retains_grad_hook(const Tensor& t);
 
 void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
   AutogradMeta& meta = t.impl()->ensure_autograd_meta();
+  // A retained gradient follows the tensor to its new history and leaves the old one: .grad
+  // holds the gradient of the current version only, never a sum over the versions.
+  if (meta.retains_grad && meta.grad_fn) meta.grad_fn->pop_retains_grad_hook(meta.output_nr);
   meta.grad_fn = fn;
   meta.output_nr = 0;
   meta.requires_grad = true;
-  // Hooks registered on the old history stay there; new hooks attach to the new grad_fn. A
-  // retained gradient follows the tensor to its new history.
+  // Hooks registered on the old history stay there; new hooks attach to the new grad_fn.
   meta.hooks.reset();
   if (meta.retains_grad) install_retains_grad_hook(t);
 }

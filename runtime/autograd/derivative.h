@@ -28,13 +28,15 @@ struct GradArgs {
   std::span<const Tensor> outputs;  // forward outputs named by OpDef::save_outputs, else undefined
   std::span<const Tensor> grads;    // one per forward output; zeros where none flowed
   std::span<const InputMetadata> input_meta;  // every forward input's sizes, dtype and device
-  uint64_t needs_input_grad = 0;              // bit i: input i's gradient is wanted
+  // needs_input_grad[i]: input i's gradient is wanted. One flag per input, not a bit mask, so
+  // ops with any number of inputs (cat, stack) get every gradient.
+  std::span<const bool> needs_input_grad;
 
   template <class A>
   const A& attrs_as() const {
     return *static_cast<const A*>(attrs);
   }
-  bool needs(size_t i) const { return i < 64 && ((needs_input_grad >> i) & 1u) != 0; }
+  bool needs(size_t i) const { return i < needs_input_grad.size() && needs_input_grad[i]; }
   const Shape& input_sizes(size_t i) const { return input_meta[i].sizes; }
   DType input_dtype(size_t i) const { return input_meta[i].dtype; }
   const Tensor& grad() const { return grads[0]; }

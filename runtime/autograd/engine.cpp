@@ -403,7 +403,7 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
                                     const edge_list& outputs) {
   KILN_CHECK(roots.size() == grads.size(), "backward: got {} roots but {} gradients", roots.size(),
              grads.size());
-  auto root = std::make_shared<GraphRoot>(roots, grads);
+  auto root = autograd::make_node<GraphRoot>(roots, grads);
   GraphTask task;
   task.keep_graph = keep_graph;
   task.create_graph = create_graph;

@@ -40,6 +40,25 @@ Node::Node(edge_list&& next_edges) : Node(t_sequence_nr++, std::move(next_edges)
 
 Node::~Node() = default;
 
+void delete_node(Node* node) noexcept {
+  // A pointer to the outermost call's queue, not a thread_local vector: a trivially destructible
+  // thread_local stays usable for Nodes freed while the thread's other thread_locals go away.
+  thread_local std::vector<Node*>* pending = nullptr;
+  if (pending != nullptr) {
+    pending->push_back(node);
+    return;
+  }
+  std::vector<Node*> queue;
+  pending = &queue;
+  delete node;
+  while (!queue.empty()) {
+    Node* next = queue.back();
+    queue.pop_back();
+    delete next;
+  }
+  pending = nullptr;
+}
+
 variable_list Node::operator()(variable_list&& inputs) {
   return apply(std::move(inputs));
 }
@@ -152,7 +171,20 @@ variable_list TensorHooksPreHook::operator()(const variable_list& grads) {
   for (const auto& hook : list->hooks) {
     if (!hook || !out[value_idx].defined()) continue;
     Tensor replaced = hook(out[value_idx]);
-    if (replaced.defined()) out[value_idx] = std::move(replaced);
+    if (!replaced.defined()) continue;
+    // As torch's check_single_result: a hook may change a gradient's values, never its
+    // metadata, on a leaf (whose .grad it becomes) or a non-leaf alike.
+    const Tensor& was = out[value_idx];
+    KILN_CHECK(replaced.sizes() == was.sizes(),
+               "register_hook: a hook has changed the size of value (was {} got {})",
+               shape_str(was.sizes()), shape_str(replaced.sizes()));
+    KILN_CHECK(replaced.dtype() == was.dtype(),
+               "register_hook: a hook has changed the type of value (was {} got {})", was.dtype(),
+               replaced.dtype());
+    KILN_CHECK(replaced.device() == was.device(),
+               "register_hook: a hook has changed the device of value (was {} got {})",
+               was.device(), replaced.device());
+    out[value_idx] = std::move(replaced);
   }
   return out;
 }

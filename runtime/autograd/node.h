@@ -143,6 +143,20 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<InputMetadata> input_metadata_;
 };
 
+// Note [Iterative Node deletion]
+// A backward graph is a chain of shared_ptr<Node>: each Node owns its next Nodes through its
+// edges and through the saved tensors whose grad_fn they are. Destroying the head of a chain of
+// a million Nodes by plain recursion overflows the stack. Nodes made by make_node are deleted by
+// delete_node: a deletion that starts while another is in progress on the same thread is queued,
+// and the outermost one drains the queue in a loop, so the stack depth stays constant. Every
+// Node the library creates goes through make_node (as libtorch's deleteNode).
+void delete_node(Node* node) noexcept;
+
+template <class T, class... Args>
+std::shared_ptr<T> make_node(Args&&... args) {
+  return std::shared_ptr<T>(new T(std::forward<Args>(args)...), [](T* p) { delete_node(p); });
+}
+
 // The next edges for a forward op's inputs: each input's gradient edge (its grad_fn and
 // output_nr, or the leaf's grad accumulator), or an invalid edge when it needs no gradient.
 edge_list collect_next_edges(std::span<const Tensor> inputs);

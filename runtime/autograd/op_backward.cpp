@@ -1,6 +1,7 @@
 #include "kiln/runtime/autograd/op_backward.h"
 
 #include <cctype>
+#include <memory>
 
 #include "kiln/frontend/factories.h"
 #include "kiln/runtime/error.h"
@@ -59,16 +60,29 @@ variable_list OpBackward::apply(variable_list&& grads) {
   std::vector<Tensor> outputs(num_inputs());
   for (size_t i = 0; i < saved_outputs_.size() && i < outputs.size(); ++i)
     outputs[i] = saved_outputs_[i].unpack(self);
+  // No gradient at all flowed in (a custom Function's backward returned an undefined one):
+  // none flows out either, so the leaves below keep an undefined .grad, as in libtorch.
+  bool any_defined = false;
+  for (const Tensor& g : grads)
+    any_defined = any_defined || g.defined();
+  if (!any_defined) return variable_list(next_edges_.size());
   // A differentiable output that received no gradient contributes zero.
   for (size_t i = 0; i < grads.size(); ++i) {
     const InputMetadata& m = input_metadata(i);
     if (!grads[i].defined() && m.defined)
       grads[i] = zeros(m.sizes, TensorOptions().dtype(m.dtype).device(m.device));
   }
-  uint64_t needs = 0;
-  for (size_t i = 0; i < next_edges_.size() && i < 64; ++i)
-    if (task_should_compute_output(i)) needs |= uint64_t{1} << i;
-  GradArgs args{op_, attrs_, inputs, outputs, grads, forward_inputs_, needs};
+  // std::vector<bool> is packed and has no data(); a plain bool array backs the span.
+  std::unique_ptr<bool[]> needs(new bool[next_edges_.size()]());
+  for (size_t i = 0; i < next_edges_.size(); ++i)
+    needs[i] = task_should_compute_output(i);
+  GradArgs args{op_,
+                attrs_,
+                inputs,
+                outputs,
+                grads,
+                forward_inputs_,
+                std::span<const bool>(needs.get(), next_edges_.size())};
   KILN_CHECK(op_.derivative != nullptr, "{}: the op '{}' has no derivative formula", name(),
              op_.name);
   std::vector<Tensor> result = op_.derivative(args);
