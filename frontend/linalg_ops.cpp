@@ -75,6 +75,20 @@ Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
              "linear: input of shape {} does not match weight of shape {} (expected the input's "
              "last dimension to be {})",
              shape_str(x.sizes()), shape_str(weight.sizes()), in_features);
+  if (bias.has_value() && bias->defined()) {
+    int64_t out_features = weight.dim() == 2 ? weight.size(0) : 1;
+    bool fits = bias->dim() == 0 ||
+                (bias->dim() == 1 && (bias->size(0) == out_features || bias->size(0) == 1));
+    if (!((fits && weight.dim() == 2) || bias->dim() == 0)) {
+      Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+      if (weight.dim() == 2) out_shape.push_back(out_features);
+      KILN_ERROR(
+          "linear: bias of shape {} does not match the output of shape {} (input {}, weight {}); "
+          "expected a bias of shape [{}]",
+          shape_str(bias->sizes()), shape_str(out_shape), shape_str(x.sizes()),
+          shape_str(weight.sizes()), out_features);
+    }
+  }
   Tensor out = matmul(x, weight.t());
   if (bias.has_value() && bias->defined()) return add(out, *bias);
   return out;

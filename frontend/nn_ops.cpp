@@ -46,7 +46,20 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::stri
   KILN_CHECK(logits.dim() == 1 || logits.dim() == 2,
              "cross_entropy: expected logits of shape [N, C] or [C], got {}",
              shape_str(logits.sizes()));
-  return nll_loss(log_softmax(logits, logits.dim() == 1 ? 0 : 1), target, reduction, ignore_index);
+  bool batched = logits.dim() == 2;
+  KILN_CHECK(batched ? (target.dim() == 1 && target.size(0) == logits.size(0)) : target.dim() == 0,
+             "cross_entropy: logits of shape {} expect a target of shape {}, got {}",
+             shape_str(logits.sizes()), batched ? shape_str(Shape{logits.size(0)}) : "[]",
+             shape_str(target.sizes()));
+  try {
+    return nll_loss(log_softmax(logits, batched ? 1 : 0), target, reduction, ignore_index);
+  } catch (const Error& e) {
+    // nll_loss's own checks (a class index out of range) name nll_loss: say which call it was.
+    std::string_view what = e.what();
+    if (what.rfind("nll_loss", 0) != 0) throw;
+    KILN_ERROR("cross_entropy (logits of shape {}, target of shape {}): {}",
+               shape_str(logits.sizes()), shape_str(target.sizes()), what);
+  }
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction,

@@ -63,10 +63,7 @@ DispatchKey backend_key(Device d) {
 }  // namespace
 
 Tensor empty_tensor(const Shape& sizes, DType dtype, Device device) {
-  for (int64_t s : sizes) {
-    KILN_CHECK(s >= 0, "empty: negative dimension in size {}", shape_str(sizes));
-  }
-  size_t nbytes = static_cast<size_t>(shape_numel(sizes)) * element_size(dtype);
+  size_t nbytes = checked_nbytes("empty", sizes, element_size(dtype));
   return Tensor(std::make_shared<TensorImpl>(make_storage(nbytes, device), dtype, sizes,
                                              contiguous_strides(sizes), 0));
 }
@@ -156,6 +153,7 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
     DType dtype = op.dtype(op, metas, attrs, i);
     OutputGeometry& g = geoms[i];
     if (op.has(kView)) {
+      checked_numel(op.name, g.sizes);
       const TensorImpl* base = inputs[0].impl();
       outputs.emplace_back(std::make_shared<TensorImpl>(base->storage(), dtype, std::move(g.sizes),
                                                         std::move(g.strides), g.storage_offset));
@@ -175,7 +173,14 @@ std::vector<Tensor> run_backend(const OpDef& op, DispatchKey backend,
                  dtype, inputs[0].dtype());
       outputs.push_back(inputs[0]);
     } else {
-      outputs.push_back(empty_tensor(g.sizes, dtype, device));
+      // Checked here, under the op's own name, before empty_tensor would name "empty".
+      checked_nbytes(op.name, g.sizes, element_size(dtype));
+      try {
+        outputs.push_back(empty_tensor(g.sizes, dtype, device));
+      } catch (const Error& e) {
+        KILN_ERROR("{}: could not allocate its output of shape {} and dtype {} on {}: {}", op.name,
+                   shape_str(g.sizes), dtype, device, e.what());
+      }
     }
   }
   if (!op.has(kView) && backend != DispatchKey::Meta) {

@@ -6,11 +6,49 @@
 
 namespace kiln {
 
-int64_t shape_numel(ShapeRef sizes) {
+namespace {
+// The product of the sizes, or false when it overflows int64 (and no size is 0).
+bool checked_product(ShapeRef sizes, int64_t& out) {
   int64_t n = 1;
-  for (int64_t s : sizes)
-    n *= s;
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    if (s == 0) {
+      out = 0;
+      return true;
+    }
+    overflow = overflow || __builtin_mul_overflow(n, s, &n);
+  }
+  out = n;
+  return !overflow;
+}
+}  // namespace
+
+int64_t shape_numel(ShapeRef sizes) {
+  int64_t n = 0;
+  KILN_CHECK(checked_product(sizes, n),
+             "the number of elements of shape {} overflows int64 (the product of the sizes is "
+             "past 2^63 - 1)",
+             shape_str(sizes));
   return n;
+}
+
+int64_t checked_numel(std::string_view op, ShapeRef sizes) {
+  for (int64_t s : sizes)
+    KILN_CHECK(s >= 0, "{}: negative dimension {} in size {}", op, s, shape_str(sizes));
+  int64_t n = 0;
+  KILN_CHECK(checked_product(sizes, n),
+             "{}: a tensor of shape {} has too many elements (the product of the sizes overflows "
+             "int64)",
+             op, shape_str(sizes));
+  return n;
+}
+
+size_t checked_nbytes(std::string_view op, ShapeRef sizes, size_t element_size) {
+  int64_t n = checked_numel(op, sizes), bytes = 0;
+  KILN_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(element_size), &bytes),
+             "{}: a tensor of shape {} with {}-byte elements needs more bytes than int64 can count",
+             op, shape_str(sizes), element_size);
+  return static_cast<size_t>(bytes);
 }
 
 Shape contiguous_strides(ShapeRef sizes) {

@@ -47,6 +47,8 @@ T Tensor::item(std::source_location loc) const {
              "item: a Tensor with {} elements (shape {}) cannot be converted to a "
              "scalar",
              numel(), shape_str(sizes()));
+  // Named here: a Meta tensor fails the host check, which would otherwise name to_vector.
+  if (device().is_meta()) detail::check_host_access(*this, dtype(), "item");
   return to_vector<T>(loc)[0];
 }
 

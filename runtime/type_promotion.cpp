@@ -1,5 +1,10 @@
 #include "kiln/runtime/type_promotion.h"
 
+#include <cmath>
+#include <limits>
+
+#include "kiln/runtime/error.h"
+
 namespace kiln {
 namespace {
 
@@ -26,6 +31,41 @@ DType result_type(std::span<const MetaRef> tensors, const Scalar* scalar) {
   }
   if (scalar != nullptr) wrapped_result = scalar->default_dtype();
   return combine(dim_result, combine(zero_result, wrapped_result)).value_or(kDefaultFloat);
+}
+
+void check_scalar_fits(std::string_view op, const Scalar& value, DType dtype) {
+  // Largest finite value of each floating dtype; the integer dtypes' ranges as doubles are
+  // exact powers of two, so comparing against them is exact.
+  auto fits = [&]() {
+    switch (dtype) {
+      case kBool:
+        return true;
+      case kInt32:
+      case kInt64: {
+        double lo = dtype == kInt32 ? -0x1p31 : -0x1p63, hi = -lo;
+        if (!value.is_floating()) {
+          int64_t v = value.to_int();
+          return dtype == kInt64 || (v >= INT32_MIN && v <= INT32_MAX);
+        }
+        double v = value.to_double();
+        return std::isfinite(v) && (dtype == kInt32 ? v > lo - 1 : v >= lo) && v < hi;
+      }
+      case kFloat16:
+      case kBFloat16:
+      case kFloat32:
+      case kFloat64: {
+        double v = value.to_double();
+        double max = dtype == kFloat16    ? 65504.0
+                     : dtype == kBFloat16 ? 0x1.fep127
+                     : dtype == kFloat32  ? static_cast<double>(std::numeric_limits<float>::max())
+                                          : std::numeric_limits<double>::max();
+        return !std::isfinite(v) || std::abs(v) <= max;
+      }
+    }
+    return true;
+  };
+  KILN_CHECK(fits(), "{}: value cannot be converted to type {} without overflow (value {})", op,
+             dtype, value);
 }
 
 }  // namespace kiln

@@ -18,7 +18,7 @@ if [[ ${KILN_TEST_SANITIZE:-1} != 0 ]]; then
   # Benchmarks and the install test add nothing under the sanitizers.
   bash scripts/build.sh build-asan -DKILN_SANITIZE=ON -DKILN_BUILD_BENCH=OFF
   echo "== tests under ASan + UBSan =="
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE install
 fi
 

@@ -11,6 +11,7 @@
 #include "kiln/runtime/kernels/pointwise_loops.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/type_promotion.h"
 
 namespace kiln {
 
@@ -89,6 +90,12 @@ DType convert_dtype(const OpDef&, std::span<const MetaRef>, const void* attrs, s
   return attrs_as<DTypeAttrs>(attrs).dtype;
 }
 
+std::vector<OutputGeometry> fill_shape(const OpDef& op, std::span<const MetaRef> in,
+                                       const void* attrs) {
+  check_scalar_fits(op.name, attrs_as<FillAttrs>(attrs).value, in[0].dtype);
+  return rules::same_shape(op, in, attrs);
+}
+
 void fill_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor>,
                  const void* attrs) {
   fill_into(outputs[0], attrs_as<FillAttrs>(attrs).value);
@@ -150,7 +157,7 @@ void register_copy_ops(OpTable& table) {
   copy.compute[cpu] = copy_kernel;
 
   OpDef& fill = table.add<FillAttrs>("fill_", {"self"}, kInPlace, "FillAttrs");
-  fill.shape = rules::same_shape;
+  fill.shape = fill_shape;
   fill.dtype = rules::same_dtype;
   fill.compute[cpu] = fill_kernel;
 

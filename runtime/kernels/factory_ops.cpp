@@ -7,6 +7,7 @@
 #include "kiln/runtime/kernels/tensor_iterator.h"
 #include "kiln/runtime/op_table.h"
 #include "kiln/runtime/philox.h"
+#include "kiln/runtime/type_promotion.h"
 
 namespace kiln {
 
@@ -35,6 +36,13 @@ DType dtype_of_attrs(const OpDef&, std::span<const MetaRef>, const void* attrs, 
 template <class A>
 std::vector<OutputGeometry> size_shape(const OpDef&, std::span<const MetaRef>, const void* attrs) {
   return {OutputGeometry{attrs_as<A>(attrs).size}};
+}
+
+std::vector<OutputGeometry> full_shape(const OpDef& op, std::span<const MetaRef>,
+                                       const void* attrs) {
+  const auto& a = attrs_as<FullAttrs>(attrs);
+  check_scalar_fits(op.name, a.value, a.dtype);
+  return {OutputGeometry{a.size}};
 }
 
 void full_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor>,
@@ -110,7 +118,7 @@ void register_factory_ops(OpTable& table) {
 
   OpDef& full =
       table.add<FullAttrs>("full", {}, kFactory | kNonDifferentiable | kRecomputable, "FullAttrs");
-  full.shape = size_shape<FullAttrs>;
+  full.shape = full_shape;
   full.dtype = dtype_of_attrs<FullAttrs>;
   full.attr_device = device_of<FullAttrs>;
   full.compute[cpu] = full_kernel;

@@ -105,6 +105,10 @@ std::vector<OutputGeometry> expand_shape(const OpDef& op, std::span<const MetaRe
     }
     int64_t have = x.sizes[i - lead];
     int64_t want = req[i] == -1 ? have : req[i];
+    KILN_CHECK(want >= 0,
+               "{}: the expanded size {} at dimension {} is invalid (only -1 keeps a size); "
+               "target sizes {}, tensor sizes {}",
+               op.name, req[i], i, shape_str(req), shape_str(x.sizes));
     KILN_CHECK(have == want || have == 1,
                "{}: the expanded size of the tensor ({}) must match the existing size ({}) at "
                "non-singleton dimension {}. Target sizes: {}. Tensor sizes: {}",
@@ -196,8 +200,10 @@ std::vector<OutputGeometry> slice_shape(const OpDef& op, std::span<const MetaRef
   int64_t start = clamp_bound(a.start), end = std::max(clamp_bound(a.end), start);
   OutputGeometry g = geometry(x);
   g.storage_offset += start * x.strides[d];
-  g.sizes[d] = (end - start + a.step - 1) / a.step;
-  g.strides[d] = x.strides[d] * a.step;
+  // (end - start - 1) / step + 1 rather than a rounded-up division, which overflows for a step
+  // near INT64_MAX. A dimension of one element keeps its stride: the step never applies.
+  g.sizes[d] = end == start ? 0 : (end - start - 1) / a.step + 1;
+  g.strides[d] = g.sizes[d] > 1 ? x.strides[d] * a.step : x.strides[d];
   return {std::move(g)};
 }
 

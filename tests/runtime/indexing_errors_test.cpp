@@ -151,7 +151,7 @@ TEST(LinearErrors, ShapesNamed) {
       [] {
         kiln::linear(kiln::zeros({2, 3}), kiln::zeros({5, 3}), kiln::zeros({4}));
       },
-      {"[2, 5]", "[4]"}));
+      {"linear", "[2, 5]", "[4]"}));
 }
 
 }  // namespace
