@@ -1,6 +1,7 @@
 #include "kiln/runtime/options.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -55,9 +56,10 @@ Options parse_options(const Getenv& getenv) {
   std::string threads = env_or(getenv, "KILN_NUM_THREADS", "");
   if (!threads.empty()) {
     char* end = nullptr;
-    long n = std::strtol(threads.c_str(), &end, 10);
-    KILN_CHECK(end != threads.c_str() && *end == '\0' && n >= 1,
-               "KILN_NUM_THREADS must be a positive integer, got '{}'", threads);
+    errno = 0;
+    long long n = std::strtoll(threads.c_str(), &end, 10);
+    KILN_CHECK(end != threads.c_str() && *end == '\0' && errno == 0 && n >= 1 && n <= kMaxThreads,
+               "KILN_NUM_THREADS must be an integer from 1 to {}, got '{}'", kMaxThreads, threads);
     o.num_threads = static_cast<int>(n);
   }
   o.logs = env_or(getenv, "KILN_LOGS", "");

@@ -14,6 +14,10 @@ namespace kiln {
 inline constexpr std::string_view kLogTopics[] = {"recompiles", "fallbacks", "fusion",
                                                   "kernels",    "trace",     "passes"};
 
+// The most intra-op threads KILN_NUM_THREADS or set_num_threads may ask for: far past any core
+// count Kiln runs on, and low enough that a typo (4294967297) is an error, not a wrap to 1.
+inline constexpr int kMaxThreads = 1024;
+
 struct Options {
   int num_threads = 1;                  // KILN_NUM_THREADS, default: the machine's core count
   std::string logs;                     // KILN_LOGS as given

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kiln/runtime/error.h"
 #include "kiln/runtime/options.h"
 
 namespace kiln {
@@ -69,8 +71,17 @@ class ThreadPool {
     stopping_ = false;
     // A worker that starts late must still see the first job posted after this point.
     uint64_t start = generation_.load(std::memory_order_relaxed);
-    for (int i = 1; i < num_threads_; ++i)
-      workers_.emplace_back([this, i, start] { worker_loop(i, start); });
+    for (int i = 1; i < num_threads_; ++i) {
+      try {
+        workers_.emplace_back([this, i, start] { worker_loop(i, start); });
+      } catch (const std::system_error& e) {
+        // Keep the workers that did start, so the pool stays usable at the size it reached.
+        int wanted = num_threads_;
+        num_threads_ = i;
+        KILN_ERROR("set_num_threads: could not start thread {} of {} ({}); running on {}", i + 1,
+                   wanted, e.what(), num_threads_);
+      }
+    }
   }
 
   // Runs fn(chunk) for chunk in [0, chunks): chunk 0 on the caller, the rest on workers.
@@ -186,6 +197,8 @@ int get_num_threads() {
   return pool().size();
 }
 void set_num_threads(int n) {
+  KILN_CHECK(n >= 1 && n <= kMaxThreads, "set_num_threads: expected 1 to {} threads, got {}",
+             kMaxThreads, n);
   pool().resize(n);
 }
 void park_workers() {

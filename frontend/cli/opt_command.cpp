@@ -1,5 +1,6 @@
 // `kiln opt FILE --passes=a,b`: parse IR, run passes by name, print the result (in the style of
 // mlir-opt). The golden tests in tests/passes/ drive this command.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -39,6 +40,8 @@ std::string read_input(const std::string& path) {
     ss << std::cin.rdbuf();
     return ss.str();
   }
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::is_directory(path, ec), "cannot read '{}': it is a directory", path);
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in.good(), "cannot open '{}'", path);
   ss << in.rdbuf();

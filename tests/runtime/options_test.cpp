@@ -57,6 +57,11 @@ TEST(Options, ProfilePath) {
 TEST(Options, MalformedThreadCountThrows) {
   EXPECT_THROW(parse({{"KILN_NUM_THREADS", "two"}}), Error);
   EXPECT_THROW(parse({{"KILN_NUM_THREADS", "0"}}), Error);
+  // 2^32 + 1 used to wrap to one thread; counts past kMaxThreads are refused, not wrapped.
+  EXPECT_THROW(parse({{"KILN_NUM_THREADS", "4294967297"}}), Error);
+  EXPECT_THROW(parse({{"KILN_NUM_THREADS", "99999999999999999999999"}}), Error);
+  EXPECT_THROW(parse({{"KILN_NUM_THREADS", "1025"}}), Error);
+  EXPECT_EQ(parse({{"KILN_NUM_THREADS", "1024"}}).num_threads, 1024);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "kiln/kiln.h"
+#include "kiln/runtime/options.h"
 #include "test_util.h"
 
 namespace {
@@ -186,7 +187,9 @@ TEST(ThreadPool, SetNumThreadsIsReported) {
   EXPECT_EQ(kiln::get_num_threads(), 3);
   kiln::set_num_threads(1);
   EXPECT_EQ(kiln::get_num_threads(), 1);
-  kiln::set_num_threads(0);  // clamped to at least one
+  // torch.set_num_threads(0) raises; so does this, and the pool keeps its size.
+  EXPECT_THROW(kiln::set_num_threads(0), kiln::Error);
+  EXPECT_THROW(kiln::set_num_threads(kiln::kMaxThreads + 1), kiln::Error);
   EXPECT_EQ(kiln::get_num_threads(), 1);
   kiln::set_num_threads(5);
   EXPECT_EQ(kiln::get_num_threads(), 5);
