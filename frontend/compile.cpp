@@ -15,6 +15,7 @@
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/options.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 
@@ -45,6 +46,9 @@ struct State {
   CompileOptions options;
   std::string name;
 
+  // Serializes captures; never held while a plan runs or while mu is needed by the function
+  // being captured (Note [Capture outside the lock]).
+  std::mutex capture_mu;
   std::mutex mu;  // guards everything below; plans themselves are immutable once made
   std::vector<std::shared_ptr<const Plan>> plans;
   std::shared_ptr<const Plan> last;
@@ -58,10 +62,28 @@ namespace {
 
 std::atomic<int> next_function_id{0};
 
-// Finds or makes the plan for `sig`. Returns null when the cache is full (run eagerly).
-std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs,
-                                     const Signature& sig) {
-  std::lock_guard<std::mutex> lock(s.mu);
+// Note [Capture outside the lock]
+// Capturing runs the user's function, which may call this function's stats() or dump(), or
+// another compiled function. So State::mu is only held to look plans up and to add one, never
+// around the capture; State::capture_mu serializes captures of one function across threads.
+// The functions this thread is running the body of (capturing, or inlining under a trace) are
+// on t_active: finding one there again is recursion, which a trace cannot express.
+thread_local std::vector<const State*> t_active;
+
+struct ActiveScope {
+  explicit ActiveScope(const State& s) {
+    KILN_CHECK(std::find(t_active.begin(), t_active.end(), &s) == t_active.end(),
+               "compile: {} calls itself (recursion) while it is being traced; a compiled "
+               "function cannot call itself",
+               s.name);
+    t_active.push_back(&s);
+  }
+  ~ActiveScope() { t_active.pop_back(); }
+  ActiveScope(const ActiveScope&) = delete;
+  ActiveScope& operator=(const ActiveScope&) = delete;
+};
+
+std::shared_ptr<const Plan> find_plan(State& s, const Signature& sig) {
   for (const auto& p : s.plans) {
     if (p->signature == sig) {
       ++s.cache_hits;
@@ -69,6 +91,20 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
       return p;
     }
   }
+  return nullptr;
+}
+
+// Finds or makes the plan for `sig`. Returns null when the cache is full (run eagerly).
+std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs,
+                                     const Signature& sig) {
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (auto p = find_plan(s, sig)) return p;
+  }
+  ActiveScope active(s);
+  std::lock_guard<std::mutex> capturing(s.capture_mu);
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (auto p = find_plan(s, sig)) return p;  // another thread captured it meanwhile
   if (static_cast<int64_t>(s.plans.size()) >= s.options.cache_limit) {
     if (!s.warned_cache_full) {
       s.warned_cache_full = true;
@@ -85,9 +121,21 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
                                        describe_change(s.plans.back()->signature, sig)));
   }
   std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
-  std::shared_ptr<const Plan> plan =
+  lock.unlock();
+  std::shared_ptr<Plan> captured =
       capture_plan(s.fn, inputs, sig, s.options.rematerialize, !debug_dir.empty(),
                    resolve_backend(s.options.backend, any_cuda_input(sig)));
+  bool writes_an_argument =
+      std::any_of(captured->write_backs.begin(), captured->write_backs.end(),
+                  [&](const std::pair<size_t, size_t>& w) { return w.first < inputs.size(); });
+  if (!captured->eager && writes_an_argument && sig.has_aliased_inputs()) {
+    // Note [Aliased inputs]: the plan wrote into copies that did not alias.
+    captured->eager = true;
+    captured->eager_reason =
+        "some inputs share memory and the function writes into an input in place";
+  }
+  std::shared_ptr<const Plan> plan = captured;
+  lock.lock();
   ++s.compiles;
   s.plans.push_back(plan);
   s.last = plan;
@@ -128,6 +176,23 @@ CompiledFunction::CompiledFunction(Fn fn, CompileOptions options)
 
 std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inputs) const {
   compile_detail::State& s = *state_;
+  if (is_tracing()) {
+    // Called inside another capture (or trace): the body is traced into the caller's graph,
+    // as torch.compile inlines nested compiled functions, so the caller's backward sees it.
+    compile_detail::ActiveScope active(s);
+    return s.fn(inputs);
+  }
+  bool meta = std::any_of(inputs.begin(), inputs.end(),
+                          [](const Tensor& t) { return t.defined() && t.device().is_meta(); });
+  if (meta) {
+    // Meta tensors have shapes but no data: no kernel can run on them, and eager Meta ops
+    // already compute exactly the output shapes.
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      ++s.eager_calls;
+    }
+    return s.fn(inputs);
+  }
   compile_detail::Signature sig = compile_detail::Signature::of(inputs);
   std::shared_ptr<const compile_detail::Plan> plan = compile_detail::plan_for(s, inputs, sig);
   if (plan == nullptr || plan->eager) {

@@ -2,11 +2,13 @@
 
 #include <cstring>
 
+#include "kiln/frontend/graph_tracer.h"
 #include "kiln/runtime/call_site.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/op_table.h"
 #include "kiln/runtime/philox.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 
@@ -123,6 +125,11 @@ Tensor from_host(const void* data, size_t count, DType src_dtype, Shape size,
   // impl()->data(), not raw_data(): filling a new tensor is no data-dependent read, and a
   // traced function may build constants this way.
   if (count > 0) std::memcpy(t.impl()->data(), data, count * element_size(src_dtype));
+  // Built by a function being compiled: a constant of its graph, not a tensor from outside
+  // to read anew on every call (Note [Lifted tensors], graph_tracer.h).
+  if (is_tracing()) {
+    if (auto* tracer = dynamic_cast<GraphTracer*>(current_tracing_state())) tracer->add_constant(t);
+  }
   DType want = options.dtype_or(src_dtype);
   return finish(want == src_dtype ? t : t.to(want), options);
 }

@@ -81,13 +81,25 @@ ir::Value* GraphTracer::value_of(const Tensor& t) {
                ir::TensorType::of(t).str(), where(short_call_site()));
     return e->value;
   }
-  if (lifted_ != nullptr && t.requires_grad()) {
+  if (lifted_ != nullptr) {
+    // Note [Lifted tensors]
+    {
+      ExcludeDispatchKeysGuard hidden(
+          DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+      lifted_snapshots_.push_back(t.clone());
+    }
+    lifted_versions_.push_back(t.version());
     lifted_->push_back(t);
     return add_input(t, "p" + std::to_string(lifted_->size() - 1));
   }
-  // A tensor from outside the traced function (a captured weight, a tensor built from host
-  // data): a constant holding a copy, so that later writes to the original do not reach the
-  // graph. The copy is an implementation detail, invisible to the trace and to autograd.
+  // Under trace(), a tensor from outside the traced function (a captured weight) is a
+  // constant, as is one built from host data.
+  return add_constant(t);
+}
+
+ir::Value* GraphTracer::add_constant(const Tensor& t) {
+  // A copy, so that later writes to the original do not reach the graph. The copy is an
+  // implementation detail, invisible to the trace and to autograd.
   Tensor copy;
   {
     ExcludeDispatchKeysGuard hidden(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
@@ -97,6 +109,16 @@ ir::Value* GraphTracer::value_of(const Tensor& t) {
   ir::Value* v = node->output();
   set_value(t, v);
   return v;
+}
+
+void GraphTracer::restore_lifted() {
+  if (lifted_ == nullptr) return;
+  ExcludeDispatchKeysGuard hidden(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+  for (size_t k = 0; k < lifted_snapshots_.size() && k < lifted_->size(); ++k) {
+    Tensor& t = (*lifted_)[k];
+    if (t.version() != lifted_versions_[k]) t.copy_(lifted_snapshots_[k]);
+  }
+  lifted_snapshots_.clear();
 }
 
 std::vector<Tensor> GraphTracer::record_fallback(const std::string& name, OpaqueFn fn,

@@ -33,10 +33,21 @@ class GraphTracer final : public TracingState {
 
   // A graph input for `t`, named `name`.
   ir::Value* add_input(const Tensor& t, std::string name);
-  // From now on, a tensor from outside the traced function that requires grad becomes a new
-  // graph input (named p0, p1, ...) appended to `*lifted`, instead of a constant: compile reads
-  // such tensors (model parameters) anew on every call and differentiates with respect to them.
-  void lift_requires_grad(std::vector<Tensor>* lifted) { lifted_ = lifted; }
+  // Note [Lifted tensors]
+  // From now on, a tensor from outside the traced function becomes a new graph input (named p0,
+  // p1, ...) appended to `*lifted`, instead of a constant: compile reads such tensors (model
+  // parameters, buffers, masks, optimizer state) anew on every call, differentiates with
+  // respect to those that require grad, and writes the function's in-place writes back into
+  // them. Only tensors the function made itself from host data (from_vector) stay constants
+  // (add_constant). The trace runs on the real tensors, so the first time each one is lifted
+  // its value is saved; restore_lifted() puts back the values of those the capture wrote to.
+  void lift_outside_tensors(std::vector<Tensor>* lifted) { lifted_ = lifted; }
+  // The version each lifted tensor had when it was lifted, in lifted order.
+  const std::vector<uint32_t>& lifted_versions() const { return lifted_versions_; }
+  void restore_lifted();
+  // A prim.constant holding a copy of `t`, now `t`'s Value: for a tensor the traced function
+  // built from host data.
+  ir::Value* add_constant(const Tensor& t);
   // TracingState::records_graph_breaks.
   void set_records_graph_breaks(bool on) { graph_breaks_ = on; }
   bool records_graph_breaks() const override { return graph_breaks_; }
@@ -86,6 +97,8 @@ class GraphTracer final : public TracingState {
   std::unordered_map<Key, Entry, KeyHash> map_;
   size_t prune_at_ = 1024;
   std::vector<Tensor>* lifted_ = nullptr;
+  std::vector<uint32_t> lifted_versions_;
+  std::vector<Tensor> lifted_snapshots_;  // the value of each lifted tensor when lifted
   bool graph_breaks_ = false;
 };
 

@@ -90,13 +90,19 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
     KILN_CHECK(copies[i].defined(), "compile: input {} is an undefined tensor", i);
     tracer.add_input(copies[i], "x" + std::to_string(i));
   }
-  tracer.lift_requires_grad(&plan->lifted);
+  tracer.lift_outside_tensors(&plan->lifted);
   tracer.set_records_graph_breaks(true);
   ir::Graph& graph = *tracer.graph();
   std::vector<uint32_t> versions;
   for (const Tensor& t : copies)
     versions.push_back(t.version());
 
+  // The trace ran on the real lifted tensors: their pre-capture values go back, whatever
+  // happens, so that the plan's run (or an eager run) writes into them once.
+  struct RestoreLifted {
+    GraphTracer& tracer;
+    ~RestoreLifted() { tracer.restore_lifted(); }
+  } restore{tracer};
   try {
     TracingStateGuard state(&tracer);
     IncludeDispatchKeysGuard keys{DispatchKeySet(DispatchKey::Tracer)};
@@ -121,6 +127,22 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
       if (v == graph.input(i)) continue;
       graph.add_output(v);
       plan->write_backs.emplace_back(i, graph.outputs().size() - 1);
+    }
+    // In-place writes into lifted tensors (a running statistic, an optimizer's state) are
+    // written back the same way (Note [Lifted tensors]).
+    for (size_t k = 0; k < plan->lifted.size(); ++k) {
+      const Tensor& t = plan->lifted[k];
+      if (t.version() == tracer.lifted_versions().at(k)) continue;
+      KILN_CHECK(!tracer.is_stale(t),
+                 "compile: the function wrote into a tensor it reads from outside its arguments "
+                 "(lifted as p{}) through a view or another alias of it; compiled functions can "
+                 "only write back values assigned to the tensor itself",
+                 k);
+      ir::Value* v = tracer.value_of(t);
+      size_t primal = copies.size() + k;
+      if (v == graph.input(primal)) continue;
+      graph.add_output(v);
+      plan->write_backs.emplace_back(primal, graph.outputs().size() - 1);
     }
     size_t num_forward_outputs = graph.outputs().size();
     size_t num_primals = graph.inputs().size();  // inputs, then lifted parameters

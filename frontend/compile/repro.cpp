@@ -53,7 +53,10 @@ std::vector<Tensor> recorded_outputs(const std::shared_ptr<const Plan>& plan, Re
       joint_outputs.push_back(t.detach());
     for (auto [input, output] : plan->write_backs) {
       (void)output;
-      joint_outputs.push_back(r.arguments.at(input).detach().clone());
+      const Tensor& written = input < r.arguments.size()
+                                  ? r.arguments.at(input)
+                                  : plan->lifted.at(input - r.arguments.size());
+      joint_outputs.push_back(written.detach().clone());
     }
     if (plan->backward && !plan->differentiable_outputs.empty()) {
       std::vector<Tensor> diff, tangents;
@@ -90,8 +93,16 @@ std::string write_repro(const std::filesystem::path& dir, const std::string& nam
   ReproInputs r = repro_inputs(*plan, inputs);
   std::string note;
   TensorFile outputs;
+  // The recorded run writes back into lifted tensors (Note [Lifted tensors]): it runs a copy
+  // of the plan whose lifted tensors are copies too, so the caller's buffers see one call only.
+  auto separate = std::make_shared<Plan>(*plan);
+  for (Tensor& p : separate->lifted) {
+    Tensor c = p.detach().clone();
+    if (p.requires_grad()) c.requires_grad_(true);
+    p = std::move(c);
+  }
   try {
-    outputs.tensors = recorded_outputs(plan, r);
+    outputs.tensors = recorded_outputs(separate, r);
     if (outputs.tensors.size() != plan->joint->outputs().size()) {
       note = fmt::format("no recorded outputs: the plan gave {} values for the joint graph's {}",
                          outputs.tensors.size(), plan->joint->outputs().size());

@@ -15,6 +15,7 @@ std::string tensor_str(const TensorSignature& t) {
   if (!t.device.is_cpu()) s += " " + t.device.str();
   if (!strides_are_contiguous(t.sizes, t.strides)) s += " strided" + shape_str(t.strides);
   if (t.requires_grad) s += " requires_grad";
+  if (t.shares_storage_with >= 0) s += fmt::format(" aliases input {}", t.shares_storage_with);
   return s;
 }
 
@@ -34,6 +35,11 @@ Signature Signature::of(const std::vector<Tensor>& inputs) {
       ts.sizes = t.sizes();
       ts.strides = t.strides();
       ts.requires_grad = t.requires_grad();
+      const void* storage = t.impl()->storage().get();
+      for (size_t j = 0; j < s.inputs.size() && ts.shares_storage_with < 0; ++j) {
+        if (inputs[j].defined() && inputs[j].impl()->storage().get() == storage)
+          ts.shares_storage_with = static_cast<int64_t>(j);
+      }
     }
     s.inputs.push_back(std::move(ts));
   }
@@ -49,8 +55,15 @@ size_t Signature::hash() const {
                                 2 * static_cast<size_t>(t.requires_grad) +
                                 4 * static_cast<size_t>(t.defined));
     detail::hash_combine(h, detail::hash_field(t.device));
+    detail::hash_combine(h, static_cast<size_t>(t.shares_storage_with + 1));
   }
   return h;
+}
+
+bool Signature::has_aliased_inputs() const {
+  for (const TensorSignature& t : inputs)
+    if (t.shares_storage_with >= 0) return true;
+  return false;
 }
 
 std::string Signature::str() const {
@@ -88,6 +101,13 @@ std::string describe_change(const Signature& before, const Signature& after) {
     if (a.strides != b.strides) {
       changes.push_back(
           fmt::format("input {}: strides {} -> {}", i, shape_str(a.strides), shape_str(b.strides)));
+    }
+    if (a.shares_storage_with != b.shares_storage_with) {
+      auto alias = [](int64_t j) {
+        return j < 0 ? std::string("no alias") : fmt::format("aliases input {}", j);
+      };
+      changes.push_back(fmt::format("input {}: {} -> {}", i, alias(a.shares_storage_with),
+                                    alias(b.shares_storage_with)));
     }
     if (a.requires_grad != b.requires_grad) {
       changes.push_back(
