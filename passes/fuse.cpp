@@ -17,6 +17,7 @@ class Fuser {
     nodes_ = g.nodes();
     for (size_t i = 0; i < nodes_.size(); ++i)
       index_[nodes_[i]] = i;
+    group_end_at_.assign(nodes_.size(), -1);
   }
 
   bool run() {
@@ -40,7 +41,60 @@ class Fuser {
     for (ir::Node* n : m)
       group_of_[n] = id;
     groups_.push_back(std::move(m));
+    note_span(groups_.back(), true);
   }
+
+  // Note [Fusion cycle check]
+  // A merge is valid only if no path leaves the merged set and comes back into it, where each
+  // other group counts as one node. Nodes are in topological order, so an edge only goes to a
+  // later index, and a path can only come back to an earlier index by a jump inside a group.
+  // So the search may stop at any index past `limit`, the smallest index at or after the set's
+  // last member that no group straddles: from past it, edges and groups lead further on only.
+  // group_end_at_ (by a group's first member's index: its last member's index) answers "how far
+  // do the groups that start by index t reach" in one prefix maximum.
+  void note_span(const Members& m, bool present) {
+    if (m.empty()) return;
+    group_end_at_.set(index_.at(m.front()),
+                      present ? static_cast<int64_t>(index_.at(m.back())) : -1);
+  }
+  size_t search_limit(size_t last) const {
+    auto limit = static_cast<int64_t>(last);
+    for (;;) {
+      int64_t reach = std::max(limit, group_end_at_.prefix_max(static_cast<size_t>(limit)));
+      if (reach == limit) return static_cast<size_t>(limit);
+      limit = reach;
+    }
+  }
+
+  // Point assignment and prefix maximum in O(log n): a segment tree over node indices.
+  class MaxTree {
+   public:
+    void assign(size_t n, int64_t v) {
+      size_ = 1;
+      while (size_ < n)
+        size_ *= 2;
+      tree_.assign(2 * size_, v);
+    }
+    void set(size_t i, int64_t v) {
+      size_t k = i + size_;
+      tree_[k] = v;
+      for (k /= 2; k >= 1; k /= 2)
+        tree_[k] = std::max(tree_[2 * k], tree_[2 * k + 1]);
+    }
+    int64_t prefix_max(size_t last) const {  // the maximum over [0, last]
+      int64_t m = -1;
+      size_t lo = size_, hi = last + size_ + 1;  // half-open [lo, hi) over the leaves
+      for (; lo < hi; lo /= 2, hi /= 2) {
+        if (lo & 1) m = std::max(m, tree_[lo++]);
+        if (hi & 1) m = std::max(m, tree_[--hi]);
+      }
+      return m;
+    }
+
+   private:
+    size_t size_ = 1;
+    std::vector<int64_t> tree_;
+  };
 
   int group(const ir::Node* n) const {
     auto it = group_of_.find(n);
@@ -85,14 +139,15 @@ class Fuser {
 
   template <class IsMember>
   bool has_cycle(const Members& set, const IsMember& is_member) const {
-    // No cutoff at the set's last node: through another group (contracted below) a path can
-    // come back from a node after it.
+    // Not cut off at the set's last node: through another group (contracted below) a path can
+    // come back from a node after it. Cut off past search_limit (Note [Fusion cycle check]).
+    size_t limit = search_limit(index_.at(set.back()));
     std::vector<const ir::Node*> stack;
     std::unordered_set<const ir::Node*> seen;
     auto push_users = [&](const ir::Node* n, bool from_member) {
       for (const ir::Value* v : n->outputs())
         for (const ir::Use& u : v->uses()) {
-          if (u.user == nullptr) continue;
+          if (u.user == nullptr || index_.at(u.user) > limit) continue;
           if (from_member && is_member(u.user)) continue;
           if (seen.insert(u.user).second) stack.push_back(u.user);
         }
@@ -127,14 +182,30 @@ class Fuser {
 
   bool try_merge(int a, int b, const Members& extra = {}) {
     if (a == b) return false;
+    size_t count = groups_[static_cast<size_t>(a)].size() + groups_[static_cast<size_t>(b)].size() +
+                   extra.size();
+    if (count > static_cast<size_t>(options_.max_group_nodes)) return false;
     Members m = united(groups_[static_cast<size_t>(a)], groups_[static_cast<size_t>(b)], extra);
-    if (!valid(m)) return false;
+    if (!within_span(m) || !valid(m)) return false;
     int keep = std::min(a, b), drop = std::max(a, b);
+    replace_group(keep, std::move(m));
+    note_span(groups_[static_cast<size_t>(drop)], false);
     groups_[static_cast<size_t>(drop)].clear();
-    for (ir::Node* n : m)
-      group_of_[n] = keep;
-    groups_[static_cast<size_t>(keep)] = std::move(m);
     return true;
+  }
+
+  bool within_span(const Members& m) const {
+    return index_.at(m.back()) - index_.at(m.front()) <=
+           static_cast<size_t>(options_.max_group_span);
+  }
+
+  void replace_group(int id, Members m) {
+    Members& g = groups_[static_cast<size_t>(id)];
+    note_span(g, false);
+    for (ir::Node* n : m)
+      group_of_[n] = id;
+    g = std::move(m);
+    note_span(g, true);
   }
 
   static bool is_view(const ir::Node* n) {
@@ -155,9 +226,8 @@ class Fuser {
       }
       if (!ok) continue;
       Members m = united(groups_[static_cast<size_t>(target)], {n});
-      if (!valid(m)) continue;
-      group_of_[n] = target;
-      groups_[static_cast<size_t>(target)] = std::move(m);
+      if (!within_span(m) || !valid(m)) continue;
+      replace_group(target, std::move(m));
     }
   }
 
@@ -285,6 +355,7 @@ class Fuser {
   std::unordered_map<const ir::Node*, size_t> index_;
   std::unordered_map<const ir::Node*, int> group_of_;
   std::vector<Members> groups_;
+  MaxTree group_end_at_;  // Note [Fusion cycle check]
 };
 
 }  // namespace

@@ -11,6 +11,16 @@ struct FusionOptions {
   // Most buffers (inputs + outputs) one kernel may take: CUDA kernels pass their arguments in
   // a few KiB of parameter space, and every argument costs a register on the CPU.
   int max_kernel_args = 32;
+  // Most nodes one group may hold. LLVM's optimization time grows faster than linearly with a
+  // kernel's body, and a group past a few hundred ops gains nothing from being one kernel
+  // (Inductor caps fusion at 64 nodes); it also bounds the cost of each merge check, which keeps
+  // fusing a long chain linear in its length (Note [Fusion cycle check]).
+  int max_group_nodes = 256;
+  // Most positions in the graph's order between a group's first and last member. A group that
+  // spans far (a rematerialized forward op fused into its distant backward use) makes every
+  // cycle check search the whole span (Note [Fusion cycle check]); past this, the value is
+  // materialized instead.
+  int max_group_span = 1024;
 };
 
 // Forms the groups in three rounds, each merging two groups only when the merged set is still

@@ -15,6 +15,7 @@
 #include "kiln/passes/propagate_types.h"
 #include "kiln/passes/simplify.h"
 #include "kiln/runtime/error.h"
+#include "kiln/runtime/profiler.h"
 
 namespace kiln::passes {
 namespace {
@@ -143,7 +144,12 @@ void run_passes(ir::Graph& graph, const std::vector<std::string>& names, PassCon
     passes.push_back(p);
   }
   for (const PassInfo* p : passes) {
-    bool changed = p->run(graph, ctx);
+    bool changed;
+    {
+      // One profiler scope per pass ("pass fuse"), so compile-time figures split by pass.
+      profiler::RecordScope scope(profiler::ScopeKind::Compile, "pass " + p->name);
+      changed = p->run(graph, ctx);
+    }
     if (options.verify_each && changed) {
       try {
         ir::verify(graph);

@@ -113,5 +113,49 @@ TEST(Fuse, TransposedBroadcastOfAReducedValueIsNotFused) {
   EXPECT_EQ(count(*g, ir::NodeKind::FusionGroup), 2) << g->str();
 }
 
+// A chain of 600 pointwise ops fuses into groups of at most max_group_nodes nodes, which still
+// compute the chain (the cap keeps LLVM's per-kernel time bounded).
+TEST(Fuse, RespectsTheGroupSizeLimit) {
+  auto fn = [](const std::vector<Tensor>& in) {
+    Tensor y = in[0];
+    for (int i = 0; i < 600; ++i)
+      y = i % 2 == 0 ? y * 1.001 : y + 0.25;
+    return std::vector<Tensor>{y};
+  };
+  std::vector<Tensor> inputs{randn({5})};
+  TracedFunction f = trace(fn, inputs);
+  FusionOptions options;
+  options.max_group_nodes = 256;
+  std::shared_ptr<ir::Graph> g = fuse_and_check(f.graph(), inputs, options);
+  EXPECT_EQ(count(*g, ir::NodeKind::FusionGroup), 3) << "600 nodes in groups of 256";
+  for (const ir::Node* n : g->nodes()) {
+    if (n->kind() != ir::NodeKind::FusionGroup) continue;
+    const ir::Graph& sub = *n->fusion_group().subgraph;
+    EXPECT_LE(count(sub, ir::NodeKind::Op), 256) << "ops in one group";
+  }
+  options.max_group_nodes = 1000;
+  EXPECT_EQ(count(*fuse_and_check(f.graph(), inputs, options), ir::NodeKind::FusionGroup), 1);
+}
+
+// A value used both right away and far later: with a span limit smaller than the distance, the
+// far use cannot join the producer's group (the value is materialized), and the result holds.
+TEST(Fuse, RespectsTheGroupSpanLimit) {
+  auto fn = [](const std::vector<Tensor>& in) {
+    Tensor early = exp(in[0]);
+    Tensor y = early;
+    for (int i = 0; i < 40; ++i)
+      y = relu(in[1] * static_cast<double>(i) - y);  // its own chain, not through `early`
+    return std::vector<Tensor>{y * early};
+  };
+  std::vector<Tensor> inputs{randn({4}), randn({4})};
+  TracedFunction f = trace(fn, inputs);
+  FusionOptions options;
+  options.max_group_span = 8;
+  std::shared_ptr<ir::Graph> g = fuse_and_check(f.graph(), inputs, options);
+  EXPECT_GT(count(*g, ir::NodeKind::FusionGroup), 1) << g->str();
+  options.max_group_span = 1 << 20;
+  EXPECT_EQ(count(*fuse_and_check(f.graph(), inputs, options), ir::NodeKind::FusionGroup), 1);
+}
+
 }  // namespace
 }  // namespace kiln::passes
