@@ -9,18 +9,7 @@
 #include "bench_util.h"
 #include "kiln/kiln.h"
 
-#if __has_include(<cblas.h>)
-#include <cblas.h>
-#else
-// The bench target does not see OpenBLAS's include folder: declare the one routine it calls.
-extern "C" {
-enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
-enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
-void cblas_sgemm(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
-                 float alpha, const float* a, int lda, const float* b, int ldb, float beta,
-                 float* c, int ldc);
-}
-#endif
+#include "kiln/runtime/blas.h"
 
 namespace {
 
@@ -48,10 +37,8 @@ Operands make_operands(const MatmulShape& s) {
 }
 
 void direct_sgemm(const MatmulShape& s, const kiln::Tensor& a, const kiln::Tensor& b, float* c) {
-  auto m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, s.b_transposed ? CblasTrans : CblasNoTrans, m, n, k,
-              1.0f, a.data_ptr<float>(), k, b.data_ptr<float>(), s.b_transposed ? k : n, 0.0f, c,
-              n);
+  kiln::blas::sgemm(false, s.b_transposed, s.m, s.n, s.k, 1.0f, a.data_ptr<float>(), s.k,
+                    b.data_ptr<float>(), s.b_transposed ? s.k : s.n, 0.0f, c, s.n);
 }
 
 // Mean seconds of `iters` direct sgemm calls into a preallocated output (after a warm-up).

@@ -1,6 +1,5 @@
 // The suite's runner: registers BM_<workload>/eager and BM_<workload>/compiled for every
 // workload and measures them as Note [Benchmark suite] (workload.h) says.
-#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include "../bench_util.h"
 #include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
+#include "kiln/runtime/blas.h"
 #include "suite.h"
 #include "workload.h"
 #if KILN_WITH_LLVM
@@ -99,7 +99,8 @@ double flops_of(const std::vector<Gemm>& gemms) {
   return f;
 }
 
-// OpenBLAS sgemm on the same products, median of `reps` runs of the whole list.
+// OpenBLAS sgemm (the library Kiln loaded, Note [BLAS loading]) on the same products, median of
+// `reps` runs of the whole list.
 double sgemm_seconds(const std::vector<Gemm>& gemms, int reps) {
   std::vector<std::vector<float>> a, b, c;
   for (const Gemm& g : gemms) {
@@ -111,10 +112,8 @@ double sgemm_seconds(const std::vector<Gemm>& gemms, int reps) {
     for (size_t i = 0; i < gemms.size(); ++i) {
       const Gemm& g = gemms[i];
       for (int64_t r = 0; r < g.batch; ++r)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g.m),
-                    static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a[i].data(),
-                    static_cast<int>(g.k), b[i].data(), static_cast<int>(g.n), 0.0f, c[i].data(),
-                    static_cast<int>(g.n));
+        kiln::blas::sgemm(false, false, g.m, g.n, g.k, 1.0f, a[i].data(), g.k, b[i].data(), g.n,
+                          0.0f, c[i].data(), g.n);
     }
   };
   once();

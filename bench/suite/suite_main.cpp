@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "../bench_util.h"
+#include "kiln/runtime/blas.h"
+#include "kiln/runtime/cpu_info.h"
 #include "suite.h"
 #include "workload.h"
 
@@ -68,6 +70,9 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   benchmark::AddCustomContext("kiln_threads", std::to_string(kiln::get_num_threads()));
   benchmark::AddCustomContext("kiln_smoke", kiln::bench::smoke_mode() ? "1" : "0");
+  // Figures name their CPU and BLAS kernels: the machines change between runs.
+  benchmark::AddCustomContext("cpu_model", kiln::cpu_model());
+  benchmark::AddCustomContext("blas", kiln::blas::library().describe());
   for (const kiln::bench::Workload& w : kiln::bench::workloads())
     benchmark::AddCustomContext("what:" + w.name, w.what);
   kiln::bench::register_suite();

@@ -91,10 +91,13 @@ std::string machine_line(const json& ctx) {
   };
   // bench/torch_suite.py names its library; the Kiln suite's context has no such key.
   std::string library = ctx.contains("library") ? str("library") : "Kiln";
-  return fmt::format(
+  std::string line = fmt::format(
       "Machine: {}, {} CPUs at {} MHz, {} on {} threads; run {}{}.\n", str("host_name"),
       str("num_cpus"), str("mhz_per_cpu"), library, str("kiln_threads"), str("date"),
       str("kiln_smoke") == "1" ? " (smoke mode: one iteration each, not a measurement)" : "");
+  if (ctx.contains("cpu_model")) line += "CPU: " + str("cpu_model") + ".\n";
+  if (ctx.contains("blas")) line += "BLAS: " + str("blas") + ".\n";
+  return line;
 }
 
 // "BM_mlp_step/eager/real_time" -> "BM_mlp_step".

@@ -13,6 +13,8 @@
 #include "commands.h"
 #include "kiln/frontend/models.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/blas.h"
+#include "kiln/runtime/cpu_info.h"
 #include "kiln/runtime/options.h"
 #include "kiln/runtime/profiler.h"
 
@@ -208,8 +210,9 @@ int demo_command(const std::vector<std::string>& args) {
     }
   }
 
-  std::cout << fmt::format("kiln demo: eager vs compiled training, {} threads, backend {}\n\n",
+  std::cout << fmt::format("kiln demo: eager vs compiled training, {} threads, backend {}\n",
                            get_num_threads(), KILN_WITH_LLVM ? "LLVM (CPU)" : "interpreter");
+  std::cout << fmt::format("CPU: {}\nBLAS: {}\n\n", cpu_model(), blas::library().describe());
   if (!o.profile_path.empty()) profiler::start();
   bool agreed = true;
   for (const std::string& name : o.models)

@@ -1,7 +1,8 @@
-// Matrix products through OpenBLAS: mm and bmm. matmul's 1-D/2-D/batched rules are composed
-// from these in the frontend.
+// Matrix products through OpenBLAS (runtime/blas.h): mm and bmm. matmul's 1-D/2-D/batched rules are
+// composed from these in the frontend.
 #include <cblas.h>
 
+#include "kiln/runtime/blas.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
@@ -61,14 +62,12 @@ BlasOperand blas_operand(const Tensor& t, int64_t rows, int64_t cols, int64_t rs
 template <class T>
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const T* a,
           int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc) {
-  auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
   park_workers();  // OpenBLAS's threads need the cores Kiln's workers would spin on
+  bool ta_t = ta == CblasTrans, tb_t = tb == CblasTrans;
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+    blas::sgemm(ta_t, tb_t, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
+    blas::dgemm(ta_t, tb_t, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
   }
 }
 
