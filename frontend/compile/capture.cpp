@@ -18,11 +18,15 @@
 namespace kiln::compile_detail {
 namespace {
 
-// A data-dependent read throws this kiln::Error from the tracer; compile turns it into an eager
-// plan instead of failing (issue: "compile() handles the same case without failing").
-bool is_data_dependent_read(const Error& e) {
+// What the tracer cannot express, but eager runs: a data-dependent read (item() in fn), and a
+// tensor written through another view of its storage and read afterwards (Note [Tensor to Value
+// map]), and an argument (or lifted tensor) written through a view of it. Compile turns these
+// into an eager plan, with one warning, instead of failing.
+bool runs_eagerly(const Error& e) {
   std::string_view msg = e.what();
-  return msg.find("data-dependent") != std::string_view::npos;
+  return msg.find("data-dependent") != std::string_view::npos ||
+         msg.find("modified in place through another view or alias") != std::string_view::npos ||
+         msg.find("through a view or another alias") != std::string_view::npos;
 }
 
 // Detached copies with the same requires_grad, made invisible to any enclosing trace: fn's
@@ -270,7 +274,7 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
     compile_graph(*plan->forward, "forward_");
     if (plan->backward) compile_graph(*plan->backward, "backward_");
   } catch (const Error& e) {
-    if (!is_data_dependent_read(e)) throw;
+    if (!runs_eagerly(e)) throw;
     set_rng_state(rng_before);
     plan->eager = true;
     plan->eager_reason = e.what();
