@@ -1,12 +1,13 @@
 #include "kiln/codegen/disk_cache.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace kiln::codegen {
 namespace {
@@ -43,21 +44,37 @@ std::string DiskCache::path(std::string_view key) const {
   return (std::filesystem::path(dir_) / (std::string(key) + ".bin")).string();
 }
 
+void DiskCache::evict(std::string_view key) const {
+  std::error_code ec;
+  std::filesystem::remove(path(key), ec);
+}
+
 DiskCache::Lookup DiskCache::load(std::string_view key) const {
   Lookup r;
-  std::ifstream in(path(key), std::ios::binary);
-  if (!in) return r;  // a miss
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string file = buf.str();
-  size_t header = kMagic.size() + key.size() + 1 + 16;
   auto corrupt = [&](std::string why) {
     r.status = Status::Corrupt;
     r.problem = fmt::format("{}: {}", path(key), why);
-    std::error_code ec;
-    std::filesystem::remove(path(key), ec);
+    evict(key);
     return r;
   };
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever.
+  int fd = ::open(path(key).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return r;  // a miss
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return corrupt("not a regular file");
+  }
+  std::string file(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < file.size()) {
+    ssize_t n = ::read(fd, file.data() + got, file.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  file.resize(got);
+  size_t header = kMagic.size() + key.size() + 1 + 16;
   if (file.size() < header)
     return corrupt(fmt::format("{} bytes, shorter than the header", file.size()));
   std::string_view f(file);

@@ -8,6 +8,7 @@
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
@@ -263,6 +264,30 @@ Jit::Generated Jit::generate(const kir::Kernel& k, const std::string& symbol, bo
   return g;
 }
 
+// Why `object` cannot be the kernel `symbol` for this process, or "" when it can: a disk cache
+// file can pass its checksum and still hold something else (written by another tool, or damaged
+// before it was summed). Code bytes are not checked; the structure and the entry symbol are.
+std::string object_problem(const std::string& object, const std::string& symbol) {
+  auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, symbol));
+  if (!parsed) return "not an object file: " + llvm_error(parsed.takeError());
+  const llvm::object::ObjectFile& obj = **parsed;
+  if (obj.getArch() != llvm::Triple(llvm::sys::getProcessTriple()).getArch())
+    return fmt::format("an object for {}, not this machine",
+                       llvm::Triple::getArchTypeName(obj.getArch()).str());
+  for (const llvm::object::SymbolRef& sym : obj.symbols()) {
+    llvm::Expected<llvm::StringRef> name = sym.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    if (*name != symbol) continue;
+    llvm::Expected<llvm::object::SymbolRef::Type> type = sym.getType();
+    if (type && *type == llvm::object::SymbolRef::ST_Function) return "";
+    if (!type) llvm::consumeError(type.takeError());
+  }
+  return fmt::format("the object does not define the function {}", symbol);
+}
+
 // Each object goes into its own JITDylib, so that the same kernel can be loaded again (a test
 // bypassing the memory cache) without a duplicate-symbol error.
 LlvmKernel::EntryFn Jit::load(const std::string& object, const std::string& symbol,
@@ -295,14 +320,32 @@ std::shared_ptr<const LlvmKernel> Jit::compile(const kir::Kernel& k, const LlvmC
   DiskCache disk((std::filesystem::path(root) / "llvm").string());
   std::string object;
   std::vector<std::pair<std::string, std::string>> debug_files;
+  LlvmKernel::EntryFn entry = nullptr;
   if (o.disk_cache && !o.keep_debug_text) {
     DiskCache::Lookup found = disk.load(key);
     if (found.status == DiskCache::Status::Hit) {
-      ++stats_.disk_hits;
-      object = std::move(found.payload);
-      log_line("kernels",
-               fmt::format("llvm: {} loaded from the disk cache ({})", k.name, disk.path(key)));
-    } else if (found.status == DiskCache::Status::Corrupt) {
+      // A file that passed its checksum but is not this kernel's object, or fails to link, is
+      // evicted and recompiled, so the next run does not meet it again.
+      std::string problem = object_problem(found.payload, symbol);
+      if (problem.empty()) {
+        try {
+          entry = load(found.payload, symbol, key);
+        } catch (const Error& e) {
+          problem = e.what();
+        }
+      }
+      if (problem.empty()) {
+        ++stats_.disk_hits;
+        object = std::move(found.payload);
+        log_line("kernels",
+                 fmt::format("llvm: {} loaded from the disk cache ({})", k.name, disk.path(key)));
+      } else {
+        found.status = DiskCache::Status::Corrupt;
+        found.problem = disk.path(key) + ": " + problem;
+        disk.evict(key);
+      }
+    }
+    if (found.status == DiskCache::Status::Corrupt) {
       ++stats_.disk_corrupt;
       log_line("kernels",
                fmt::format("llvm: damaged cache file, recompiling {}: {}", k.name, found.problem));
@@ -322,8 +365,8 @@ std::shared_ptr<const LlvmKernel> Jit::compile(const kir::Kernel& k, const LlvmC
     log_line("kernels", fmt::format("llvm: compiled {} in {:.1f} ms ({} bytes of object code)",
                                     k.name, ms.count(), object.size()));
   }
-  auto kernel = std::make_shared<LlvmKernel>(std::make_shared<const kir::Kernel>(k),
-                                             load(object, symbol, key), key);
+  if (entry == nullptr) entry = load(object, symbol, key);
+  auto kernel = std::make_shared<LlvmKernel>(std::make_shared<const kir::Kernel>(k), entry, key);
   kernel->debug_files = std::move(debug_files);
   if (o.memory_cache) memory_.emplace(key, kernel);
   return kernel;

@@ -2,6 +2,7 @@
 // references: generated code, vectorization, parallel loops, caches and the failure hook.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "kiln/config.h"
 
 #if KILN_WITH_LLVM
+#include "kiln/codegen/disk_cache.h"
 #include "kiln/codegen/llvm/llvm_backend.h"
 #include "kiln/runtime/pointwise_math.h"
 
@@ -191,6 +193,44 @@ TEST(LlvmBackend, DiskCacheMissHitAndCorruption) {
   EXPECT_EQ(cg::llvm_cache_stats().disk_corrupt, s4.disk_corrupt + 1);
   expect_scaled_exp(k, o);  // and the rewritten file is a hit again
   EXPECT_EQ(cg::llvm_cache_stats().disk_hits, s4.disk_hits + 1);
+  fs::remove_all(root);
+}
+
+// Files that pass the cache's checksum but are not the kernel's object (garbage stored under a
+// valid header, another kernel's object) and a FIFO under the kernel's name: each is detected
+// before anything runs, evicted, and replaced by a fresh compile, which the next call loads.
+TEST(LlvmBackend, DiskCacheRejectsWhatIsNotTheKernelsObject) {
+  fs::path root = fs::temp_directory_path() / ("kiln_llvm_cache_bad_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  cg::LlvmCompileOptions o;
+  o.memory_cache = false;
+  o.cache_dir = root.string();
+  kir::Kernel k = scaled_exp_kernel(302), other = scaled_exp_kernel(303);
+  std::string key = cg::llvm_compile(k, o)->key();
+  std::string other_key = cg::llvm_compile(other, o)->key();
+  cg::DiskCache disk((root / "llvm").string());
+  fs::path file = disk.path(key);
+  std::string good = disk.load(key).payload, other_object = disk.load(other_key).payload;
+  ASSERT_FALSE(good.empty());
+
+  auto expect_recovered = [&](const char* what) {
+    cg::LlvmCacheStats before = cg::llvm_cache_stats();
+    expect_scaled_exp(k, o);
+    cg::LlvmCacheStats after = cg::llvm_cache_stats();
+    EXPECT_EQ(after.disk_corrupt, before.disk_corrupt + 1) << what;
+    EXPECT_EQ(after.compiles, before.compiles + 1) << what;
+    EXPECT_EQ(disk.load(key).payload, good) << what << ": the file was not replaced";
+    expect_scaled_exp(k, o);  // and now a plain hit
+    EXPECT_EQ(cg::llvm_cache_stats().disk_hits, after.disk_hits + 1) << what;
+  };
+  ASSERT_EQ(disk.store(key, std::string(4096, '\xcc')), "");  // int3 bytes, valid checksum
+  expect_recovered("garbage under a valid header");
+  ASSERT_EQ(disk.store(key, other_object), "");
+  expect_recovered("another kernel's object");
+  fs::remove(file);
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  expect_recovered("a FIFO");  // must not block on open
+  EXPECT_TRUE(fs::is_regular_file(file));
   fs::remove_all(root);
 }
 
