@@ -185,14 +185,18 @@ TEST(IrFuzzCorpus, DeterministicMutations) {
   ASSERT_FALSE(seeds.empty());
   std::mt19937 rng(0x6b696c6e);  // fixed: the same mutants in every run
   constexpr int kMutants = 10000;
-  int parsed = 0;
+  int parsed = 0, ran = 0;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kMutants; ++i) {
     std::string text = mutate(seeds, rng);
     kiln_fuzz::ParseOutcome r = run(text);
     ASSERT_EQ(r.failure, "") << "mutant " << i << ":\n" << text;
     parsed += r.parsed ? 1 : 0;
+    ran += r.ran ? 1 : 0;
   }
+  // And some must run, or the interpreter half of the property checks nothing.
+  EXPECT_GT(ran, kMutants / 100) << "ran " << ran;
+  RecordProperty("ran_mutants", ran);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Some mutants must survive, or the mutations only exercise the first error paths.
   EXPECT_GT(parsed, kMutants / 20) << "parsed " << parsed;
