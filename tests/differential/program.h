@@ -22,7 +22,7 @@ enum class StepKind {
   Softmax,  // softmax / log_softmax over one dim
   View,     // transpose, slice, unsqueeze, select, expand, reshape of a contiguous copy
   InPlace,  // a fresh copy written in place (add_, mul_), or a view of it written
-  Matmul,   // [.., m, k] @ [k, n]
+  Matmul,   // tanh(a) @ tanh(a)^T, or a dot for 1-D
   Cat,      // two values joined along a dim
 };
 
