@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -186,8 +187,23 @@ class ThreadPool {
 
 ThreadPool& pool() {
   // Leaked: worker threads must not be joined during static destruction, while other static
-  // destructors may still run kernels.
-  static auto* p = new ThreadPool(options().num_threads);
+  // destructors may still run kernels. Made with one thread (no worker, so the constructor
+  // cannot fail halfway with workers waiting on members it would destroy), then sized.
+  static auto* p = new ThreadPool(1);
+  static std::once_flag sized;
+  static std::string failure;
+  static std::atomic<bool> failed{false};
+  std::call_once(sized, [] {
+    try {
+      p->resize(options().num_threads);
+    } catch (const Error& e) {
+      failure = e.what();
+      failed.store(true, std::memory_order_release);
+    }
+  });
+  // Said once, to the first caller; the pool runs on the threads that did start.
+  if (failed.load(std::memory_order_acquire) && failed.exchange(false, std::memory_order_acq_rel))
+    KILN_ERROR("KILN_NUM_THREADS={}: {}", options().num_threads, failure);
   return *p;
 }
 
