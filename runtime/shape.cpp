@@ -56,7 +56,11 @@ Shape contiguous_strides(ShapeRef sizes) {
   int64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = running;
-    running *= std::max<int64_t>(sizes[i], 1);
+    // Only an empty tensor gets here with sizes whose product overflows (shape_numel throws
+    // for the others); its strides are still computed as if each size were at least 1.
+    if (i > 0)
+      KILN_CHECK(!__builtin_mul_overflow(running, std::max<int64_t>(sizes[i], 1), &running),
+                 "the strides of shape {} overflow int64", shape_str(sizes));
   }
   return strides;
 }

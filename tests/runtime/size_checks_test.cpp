@@ -25,6 +25,8 @@ TEST(SizeChecks, ElementCountOverflowThrows) {
   EXPECT_THROW(kiln::zeros({k40, k40, 2}), kiln::Error);
   // A zero anywhere makes the count zero, however large the rest.
   EXPECT_EQ(kiln::empty({k40, k40, 0}).numel(), 0);
+  // Unless its strides (computed as if 0 were 1) overflow.
+  EXPECT_THROW(kiln::empty({k40, k40, k40, 0}), kiln::Error);
 }
 
 TEST(SizeChecks, ByteCountOverflowThrowsNamingTheOp) {
