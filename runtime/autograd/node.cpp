@@ -82,7 +82,7 @@ uint32_t Node::add_undefined_input() {
 
 void Node::update_topological_nr(const Edge& edge) {
   if (!edge.is_valid()) return;
-  KILN_CHECK(!has_parent_,
+  KILN_CHECK(!has_parent_.load(std::memory_order_relaxed),
              "{}: cannot add a next edge to a Node that is already part of a graph (its "
              "topological_nr is fixed)",
              name());

@@ -3,6 +3,7 @@
 // gradients of the forward op's inputs ("outputs" of the Node), which flow along next_edges.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -68,7 +69,7 @@ class Node : public std::enable_shared_from_this<Node> {
   // grad() stop searching early. Adding an edge to a Node that already has a parent would
   // break this, so next edges are fixed once the Node is used as an edge target.
   uint64_t topological_nr() const { return topological_nr_; }
-  void assign_parent() { has_parent_ = true; }
+  void assign_parent() { has_parent_.store(true, std::memory_order_relaxed); }
   uint64_t thread_id() const { return thread_id_; }
 
   // "MulBackward", "AccumulateGrad", ...: the dynamic type, for messages and debugging.
@@ -131,7 +132,9 @@ class Node : public std::enable_shared_from_this<Node> {
 
   uint64_t sequence_nr_;
   uint64_t topological_nr_ = 0;
-  mutable bool has_parent_ = false;
+  // Atomic: threads building graphs over a shared leaf mark its AccumulateGrad at once
+  // (ThreadSanitizer saw the race in scripts/tsan.sh). It is only ever set.
+  std::atomic<bool> has_parent_{false};
   uint64_t thread_id_ = 0;
   std::mutex mutex_;
   edge_list next_edges_;

@@ -161,8 +161,9 @@ template <int W>
   return {lanes_total(wide), max};
 }
 
-#if defined(__x86_64__) && defined(__linux__)
-// Function multiversioning: the loader picks the AVX-512 version where the CPU has it.
+#if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
+// Function multiversioning: the loader picks the AVX-512 version where the CPU has it (not
+// under ThreadSanitizer, which crashes in the resolver: runtime/kernels/float_loop_clones.h).
 __attribute__((target("default"))) ExpSum sum_exp_dispatch(const float* x, int64_t n, float ref) {
   return sum_lanes<8>(x, n, ref);
 }

@@ -11,7 +11,10 @@
 // runs on CPUs without AVX-512. The clones compute the same operations in the same order (the
 // same FMA contractions, element by element), so results do not depend on which one runs.
 // Other loops stay single-version to keep the code size down.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+// Not under ThreadSanitizer: it instruments the ifunc resolver, which the dynamic loader runs
+// before the sanitizer's runtime is up, and the program crashes before main.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__)
 #define KILN_FLOAT_LOOP_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
 #else
 #define KILN_FLOAT_LOOP_CLONES
