@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -69,6 +70,7 @@ DiskCache::Lookup DiskCache::load(std::string_view key) const {
   size_t got = 0;
   while (got < file.size()) {
     ssize_t n = ::read(fd, file.data() + got, file.size() - got);
+    if (n < 0 && errno == EINTR) continue;  // a signal, not the end of the file
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }

@@ -159,6 +159,16 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
 }
 
 }  // namespace
+
+bool shares_storage_with_lifted(const std::vector<Tensor>& inputs, const Plan& plan) {
+  for (const Tensor& in : inputs) {
+    if (!in.defined()) continue;
+    for (const Tensor& p : plan.lifted)
+      if (p.impl()->storage() == in.impl()->storage()) return true;
+  }
+  return false;
+}
+
 }  // namespace compile_detail
 
 CompiledFunction::CompiledFunction(Fn fn, CompileOptions options)
@@ -196,6 +206,15 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   compile_detail::Signature sig = compile_detail::Signature::of(inputs);
   std::shared_ptr<const compile_detail::Plan> plan = compile_detail::plan_for(s, inputs, sig);
   if (plan == nullptr || plan->eager) {
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      ++s.eager_calls;
+    }
+    return s.fn(inputs);
+  }
+  if (!plan->write_backs.empty() && compile_detail::shares_storage_with_lifted(inputs, *plan)) {
+    // Note [Aliased inputs], for an argument that is also a tensor the function reads from
+    // outside its arguments: a write to one must be seen through the other.
     {
       std::lock_guard<std::mutex> lock(s.mu);
       ++s.eager_calls;

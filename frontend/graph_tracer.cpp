@@ -1,5 +1,7 @@
 #include "kiln/frontend/graph_tracer.h"
 
+#include <algorithm>
+
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/error.h"
 
@@ -81,13 +83,9 @@ ir::Value* GraphTracer::value_of(const Tensor& t) {
                ir::TensorType::of(t).str(), where(short_call_site()));
     return e->value;
   }
-  if (lifted_ != nullptr) {
+  if (lifted_ != nullptr && (lift_all_ || t.requires_grad())) {
     // Note [Lifted tensors]
-    {
-      ExcludeDispatchKeysGuard hidden(
-          DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
-      lifted_snapshots_.push_back(t.clone());
-    }
+    lifted_snapshots_.emplace_back();  // taken before the first write (snapshot_lifted_on)
     lifted_versions_.push_back(t.version());
     lifted_->push_back(t);
     return add_input(t, "p" + std::to_string(lifted_->size() - 1));
@@ -111,12 +109,24 @@ ir::Value* GraphTracer::add_constant(const Tensor& t) {
   return v;
 }
 
+void GraphTracer::snapshot_lifted_on(const Tensor& written) {
+  if (lifted_ == nullptr) return;
+  const StorageImpl* storage = written.impl()->storage().get();
+  for (size_t k = 0; k < lifted_snapshots_.size() && k < lifted_->size(); ++k) {
+    const Tensor& t = (*lifted_)[k];
+    if (lifted_snapshots_[k].defined() || t.impl()->storage().get() != storage) continue;
+    ExcludeDispatchKeysGuard hidden(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
+    lifted_snapshots_[k] = t.clone();
+  }
+}
+
 void GraphTracer::restore_lifted() {
   if (lifted_ == nullptr) return;
   ExcludeDispatchKeysGuard hidden(DispatchKeySet(DispatchKey::Tracer).add(DispatchKey::Autograd));
-  for (size_t k = 0; k < lifted_snapshots_.size() && k < lifted_->size(); ++k) {
-    Tensor& t = (*lifted_)[k];
-    if (t.version() != lifted_versions_[k]) t.copy_(lifted_snapshots_[k]);
+  // Latest lift first: of two lifted views of one storage, the earlier snapshot is the older
+  // value, and it must be the one left in place.
+  for (size_t k = std::min(lifted_snapshots_.size(), lifted_->size()); k-- > 0;) {
+    if (lifted_snapshots_[k].defined()) (*lifted_)[k].copy_(lifted_snapshots_[k]);
   }
   lifted_snapshots_.clear();
 }
@@ -200,6 +210,7 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   for (const Tensor& t : inputs)
     values.push_back(value_of(t));
   std::vector<Tensor> outputs;
+  if (op.has(kInPlace)) snapshot_lifted_on(inputs[0]);  // Note [Lifted tensors]
   {
     ExcludeDispatchKeysGuard below(DispatchKey::Tracer);
     outputs = call_op(op, inputs, attrs);

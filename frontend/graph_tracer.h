@@ -39,9 +39,13 @@ class GraphTracer final : public TracingState {
   // parameters, buffers, masks, optimizer state) anew on every call, differentiates with
   // respect to those that require grad, and writes the function's in-place writes back into
   // them. Only tensors the function made itself from host data (from_vector) stay constants
-  // (add_constant). The trace runs on the real tensors, so the first time each one is lifted
-  // its value is saved; restore_lifted() puts back the values of those the capture wrote to.
+  // (add_constant). The trace runs on the real tensors, so before the first in-place write to a
+  // lifted tensor's storage its value is saved; restore_lifted() puts those values back.
+  // After the forward trace (stop_lifting_constants), a tensor first read by the backward is a
+  // constant again unless it requires grad: lifting it then would add an input after the
+  // tangents, which the partition does not expect.
   void lift_outside_tensors(std::vector<Tensor>* lifted) { lifted_ = lifted; }
+  void stop_lifting_constants() { lift_all_ = false; }
   // The version each lifted tensor had when it was lifted, in lifted order.
   const std::vector<uint32_t>& lifted_versions() const { return lifted_versions_; }
   void restore_lifted();
@@ -96,9 +100,13 @@ class GraphTracer final : public TracingState {
   std::shared_ptr<ir::Graph> graph_;
   std::unordered_map<Key, Entry, KeyHash> map_;
   size_t prune_at_ = 1024;
+  // Saves the value of every lifted tensor on `written`'s storage that has no snapshot yet.
+  void snapshot_lifted_on(const Tensor& written);
+
   std::vector<Tensor>* lifted_ = nullptr;
+  bool lift_all_ = true;
   std::vector<uint32_t> lifted_versions_;
-  std::vector<Tensor> lifted_snapshots_;  // the value of each lifted tensor when lifted
+  std::vector<Tensor> lifted_snapshots_;  // a lifted tensor's value before its first write
   bool graph_breaks_ = false;
 };
 

@@ -188,9 +188,11 @@ class Fuser {
     Members m = united(groups_[static_cast<size_t>(a)], groups_[static_cast<size_t>(b)], extra);
     if (!within_span(m) || !valid(m)) return false;
     int keep = std::min(a, b), drop = std::max(a, b);
-    replace_group(keep, std::move(m));
+    // The dropped group's span goes first: the merged group may start at the same node (a view
+    // absorbed into the higher-numbered group), and its span must stay recorded.
     note_span(groups_[static_cast<size_t>(drop)], false);
     groups_[static_cast<size_t>(drop)].clear();
+    replace_group(keep, std::move(m));
     return true;
   }
 

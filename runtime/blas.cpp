@@ -23,18 +23,21 @@ struct Loaded {
   DgemmFn dgemm = nullptr;
 };
 
+// Where the core comes from, decided while the library loads: OpenBLAS's constructor reads
+// OPENBLAS_CORETYPE at dlopen (Note [BLAS loading]), and setenv is only safe before the program
+// starts threads that may call getenv.
+const char* choose_core_at_load() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "OPENBLAS_CORETYPE in the environment";
+  std::string core = core_for_this_cpu();
+  if (core.empty()) return "OpenBLAS's own detection";
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 0);
+  return "chosen by Kiln from the CPU's features";
+}
+const char* const kCoreSource = choose_core_at_load();
+
 Loaded load() {
   Loaded l;
-  const char* env = std::getenv("OPENBLAS_CORETYPE");
-  if (env != nullptr) {
-    l.info.source = "OPENBLAS_CORETYPE in the environment";
-  } else if (std::string core = core_for_this_cpu(); !core.empty()) {
-    // Before dlopen: OpenBLAS's constructor reads it (Note [BLAS loading]).
-    setenv("OPENBLAS_CORETYPE", core.c_str(), 0);
-    l.info.source = "chosen by Kiln from the CPU's features";
-  } else {
-    l.info.source = "OpenBLAS's own detection";
-  }
+  l.info.source = kCoreSource;
   // The pthread build first: Debian's alternatives point libopenblas.so.0 at it.
   const std::vector<std::string> names = {"libopenblas.so.0", "libopenblas.so"};
   void* handle = nullptr;

@@ -72,12 +72,14 @@ class ThreadPool {
     stopping_ = false;
     // A worker that starts late must still see the first job posted after this point.
     uint64_t start = generation_.load(std::memory_order_relaxed);
-    for (int i = 1; i < num_threads_; ++i) {
+    int wanted = num_threads_;
+    for (int i = 1; i < wanted; ++i) {
       try {
+        if (i == 1) workers_.reserve(static_cast<size_t>(wanted - 1));
         workers_.emplace_back([this, i, start] { worker_loop(i, start); });
-      } catch (const std::system_error& e) {
-        // Keep the workers that did start, so the pool stays usable at the size it reached.
-        int wanted = num_threads_;
+      } catch (const std::exception& e) {
+        // Keep the workers that did start, so the pool stays usable at the size it reached:
+        // num_threads_ must never count a worker that is not there, or run() waits for it.
         num_threads_ = i;
         KILN_ERROR("set_num_threads: could not start thread {} of {} ({}); running on {}", i + 1,
                    wanted, e.what(), num_threads_);
@@ -185,26 +187,35 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
-ThreadPool& pool() {
-  // Leaked: worker threads must not be joined during static destruction, while other static
-  // destructors may still run kernels. Made with one thread (no worker, so the constructor
-  // cannot fail halfway with workers waiting on members it would destroy), then sized.
+std::string g_sizing_failure;              // written once, inside the call_once below
+std::atomic<bool> g_sizing_failed{false};  // set with it; cleared when reported or resized
+
+// The pool, sized to KILN_NUM_THREADS on first use. Leaked: worker threads must not be joined
+// during static destruction, while other static destructors may still run kernels. Made with
+// one thread (no worker, so the constructor cannot fail halfway with workers waiting on members
+// it would destroy), then sized.
+ThreadPool& sized_pool() {
   static auto* p = new ThreadPool(1);
   static std::once_flag sized;
-  static std::string failure;
-  static std::atomic<bool> failed{false};
   std::call_once(sized, [] {
     try {
       p->resize(options().num_threads);
     } catch (const Error& e) {
-      failure = e.what();
-      failed.store(true, std::memory_order_release);
+      g_sizing_failure = e.what();
+      g_sizing_failed.store(true, std::memory_order_release);
     }
   });
-  // Said once, to the first caller; the pool runs on the threads that did start.
-  if (failed.load(std::memory_order_acquire) && failed.exchange(false, std::memory_order_acq_rel))
-    KILN_ERROR("KILN_NUM_THREADS={}: {}", options().num_threads, failure);
   return *p;
+}
+
+// The pool for running work: a failure to start KILN_NUM_THREADS threads is said once, to the
+// first caller, and the pool then runs on the threads that did start.
+ThreadPool& pool() {
+  ThreadPool& p = sized_pool();
+  if (g_sizing_failed.load(std::memory_order_acquire) &&
+      g_sizing_failed.exchange(false, std::memory_order_acq_rel))
+    KILN_ERROR("KILN_NUM_THREADS={}: {}", options().num_threads, g_sizing_failure);
+  return p;
 }
 
 }  // namespace
@@ -215,7 +226,10 @@ int get_num_threads() {
 void set_num_threads(int n) {
   KILN_CHECK(n >= 1 && n <= kMaxThreads, "set_num_threads: expected 1 to {} threads, got {}",
              kMaxThreads, n);
-  pool().resize(n);
+  // An explicit size replaces KILN_NUM_THREADS's, whose failure need not be said any more.
+  ThreadPool& p = sized_pool();
+  g_sizing_failed.store(false, std::memory_order_release);
+  p.resize(n);
 }
 void park_workers() {
   pool().park();

@@ -148,6 +148,20 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
       graph.add_output(v);
       plan->write_backs.emplace_back(primal, graph.outputs().size() - 1);
     }
+    // Two lifted tensors on one storage (a buffer and a view of it) are separate plan inputs:
+    // a write to one would not be seen through the other. The tracer cannot express that, so
+    // the signature runs eagerly when the function writes into either.
+    for (size_t k = 0; k < plan->lifted.size(); ++k) {
+      const Tensor& t = plan->lifted[k];
+      if (t.version() == tracer.lifted_versions().at(k)) continue;
+      for (size_t j = 0; j < plan->lifted.size(); ++j) {
+        KILN_CHECK(j == k || plan->lifted[j].impl()->storage() != t.impl()->storage(),
+                   "compile: the function wrote into a tensor it reads from outside its arguments "
+                   "(p{}) that is modified in place through another view or alias of it (p{})",
+                   k, j);
+      }
+    }
+    tracer.stop_lifting_constants();  // Note [Lifted tensors]: not after the tangents
     size_t num_forward_outputs = graph.outputs().size();
     size_t num_primals = graph.inputs().size();  // inputs, then lifted parameters
     plan->traced = graph.clone();                // the backward capture below extends `graph`

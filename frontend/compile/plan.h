@@ -94,6 +94,9 @@ struct PlanFigures {
 };
 PlanFigures plan_figures(const Plan& plan);
 
+// Whether an argument shares storage with a tensor the plan lifted (Note [Lifted tensors]).
+bool shares_storage_with_lifted(const std::vector<Tensor>& inputs, const Plan& plan);
+
 // Runs one call: the forward plan, the write-backs, and the CompiledBackward Node when an output
 // requires grad.
 std::vector<Tensor> run_plan(const std::shared_ptr<const Plan>& plan,

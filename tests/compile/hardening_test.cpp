@@ -266,5 +266,67 @@ TEST(CompileHardening, TensorsBuiltInsideTheFunctionStayConstants) {
   EXPECT_EQ(cf.dump("traced").find("p0"), std::string::npos) << cf.dump("traced");
 }
 
+// A traceable custom Function whose backward reads a tensor from outside, which the forward
+// never read: it is first met after the tangents, so it stays a constant (lifting it there
+// broke every call of the plan).
+struct ScaledBackward : ag::Function<ScaledBackward> {
+  static constexpr bool is_traceable = true;
+  static inline Tensor scale;
+  static Tensor forward(ag::AutogradContext*, const Tensor& x) { return x * 2.0; }
+  static ag::variable_list backward(ag::AutogradContext*, ag::variable_list grads) {
+    return {grads[0] * scale};
+  }
+};
+
+TEST(CompileHardening, ATensorFirstReadByTheBackwardWorks) {
+  ScaledBackward::scale = kiln::full({3}, 5.0);
+  Fn fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{ScaledBackward::apply(in[0]).sum()};
+  };
+  for (kiln::Backend b : cpu_backends())
+    expect_same_as_eager(fn, {kiln::randn({3})}, b, kPointwiseTol);
+  ScaledBackward::scale = Tensor();
+}
+
+// Note [Lifted tensors] and [Aliased inputs] together: an argument that is also a tensor the
+// function writes from outside its arguments, and two outside views of one buffer.
+TEST(CompileHardening, ArgumentsAndCapturedTensorsThatShareMemoryMatchEager) {
+  auto writes_captured = [](Tensor buf) {
+    return Fn([buf](const std::vector<Tensor>& in) {
+      buf.add_(1.0);
+      return std::vector<Tensor>{in[0] * 2.0 + buf};
+    });
+  };
+  for (kiln::Backend b : cpu_backends()) {
+    Tensor buf = kiln::zeros({3}), ref = kiln::zeros({3});
+    CompiledFunction cf = kiln::compile(writes_captured(buf), with_backend(b));
+    Fn eager = writes_captured(ref);
+    EXPECT_EQ(cf({kiln::ones({3})})[0].to_vector<float>(),
+              eager({kiln::ones({3})})[0].to_vector<float>());
+    // The buffer itself as the argument: the write must be seen through it.
+    EXPECT_EQ(cf({buf})[0].to_vector<float>(), eager({ref})[0].to_vector<float>());
+    EXPECT_EQ(buf.to_vector<float>(), ref.to_vector<float>());
+  }
+  auto writes_base_reads_view = [](Tensor base, Tensor view) {
+    return Fn([base, view](const std::vector<Tensor>& in) {
+      Tensor v = view + 0.0;  // lifted before the write
+      base.mul_(2.0);
+      return std::vector<Tensor>{in[0] + v + view};
+    });
+  };
+  for (kiln::Backend b : cpu_backends()) {
+    Tensor base = kiln::arange(4, kiln::kFloat32), ref = base.clone();
+    CompiledFunction cf =
+        kiln::compile(writes_base_reads_view(base, base.slice(0, 1, 4)), with_backend(b));
+    Fn eager = writes_base_reads_view(ref, ref.slice(0, 1, 4));
+    for (int call = 0; call < 2; ++call) {
+      EXPECT_EQ(cf({kiln::ones({3})})[0].to_vector<float>(),
+                eager({kiln::ones({3})})[0].to_vector<float>())
+          << "call " << call;
+      EXPECT_EQ(base.to_vector<float>(), ref.to_vector<float>()) << "call " << call;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln_test
