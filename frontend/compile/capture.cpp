@@ -120,46 +120,38 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
       KILN_CHECK(outputs[i].defined(), "compile: output {} of the function is undefined", i);
       graph.add_output(tracer.value_of(outputs[i]));
     }
-    for (size_t i = 0; i < copies.size(); ++i) {
-      if (copies[i].version() == versions[i]) continue;
-      KILN_CHECK(!tracer.is_stale(copies[i]),
-                 "compile: the function wrote into input {} through a view or another alias of "
-                 "it; compiled functions can only write back values assigned to the argument "
-                 "itself",
-                 i);
-      ir::Value* v = tracer.value_of(copies[i]);
-      if (v == graph.input(i)) continue;
-      graph.add_output(v);
-      plan->write_backs.emplace_back(i, graph.outputs().size() - 1);
-    }
-    // In-place writes into lifted tensors (a running statistic, an optimizer's state) are
-    // written back the same way (Note [Lifted tensors]).
-    for (size_t k = 0; k < plan->lifted.size(); ++k) {
-      const Tensor& t = plan->lifted[k];
-      if (t.version() == tracer.lifted_versions().at(k)) continue;
+    // In-place writes into the arguments, and into lifted tensors (a running statistic, an
+    // optimizer's state: Note [Lifted tensors]), become outputs the plan writes back.
+    auto write_back = [&](const Tensor& t, uint32_t version_before, size_t primal, const char* what,
+                          size_t index) {
+      if (t.version() == version_before) return;
       KILN_CHECK(!tracer.is_stale(t),
-                 "compile: the function wrote into a tensor it reads from outside its arguments "
-                 "(lifted as p{}) through a view or another alias of it; compiled functions can "
-                 "only write back values assigned to the tensor itself",
-                 k);
+                 "compile: the function wrote into {}{} through a view or another alias of it; "
+                 "compiled functions can only write back values assigned to the tensor itself",
+                 what, index);
       ir::Value* v = tracer.value_of(t);
-      size_t primal = copies.size() + k;
-      if (v == graph.input(primal)) continue;
+      if (v == graph.input(primal)) return;
       graph.add_output(v);
       plan->write_backs.emplace_back(primal, graph.outputs().size() - 1);
-    }
-    // Two lifted tensors on one storage (a buffer and a view of it) are separate plan inputs:
-    // a write to one would not be seen through the other. The tracer cannot express that, so
-    // the signature runs eagerly when the function writes into either.
+    };
+    for (size_t i = 0; i < copies.size(); ++i)
+      write_back(copies[i], versions[i], i, "input ", i);
     for (size_t k = 0; k < plan->lifted.size(); ++k) {
       const Tensor& t = plan->lifted[k];
-      if (t.version() == tracer.lifted_versions().at(k)) continue;
-      for (size_t j = 0; j < plan->lifted.size(); ++j) {
-        KILN_CHECK(j == k || plan->lifted[j].impl()->storage() != t.impl()->storage(),
-                   "compile: the function wrote into a tensor it reads from outside its arguments "
-                   "(p{}) that is modified in place through another view or alias of it (p{})",
-                   k, j);
+      if (t.version() != tracer.lifted_versions().at(k)) {
+        // Two lifted tensors on one storage (a buffer and a view of it) are separate plan
+        // inputs: a write to one would not be seen through the other, which the tracer cannot
+        // express, so the signature runs eagerly.
+        for (size_t j = 0; j < plan->lifted.size(); ++j) {
+          KILN_CHECK(j == k || plan->lifted[j].impl()->storage() != t.impl()->storage(),
+                     "compile: the function wrote into a tensor it reads from outside its "
+                     "arguments (p{}) that is modified in place through another view or alias of "
+                     "it (p{})",
+                     k, j);
+        }
       }
+      write_back(t, tracer.lifted_versions().at(k), copies.size() + k,
+                 "the tensor it reads from outside its arguments, lifted as p", k);
     }
     tracer.stop_lifting_constants();  // Note [Lifted tensors]: not after the tangents
     size_t num_forward_outputs = graph.outputs().size();
