@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kiln/base/profiler.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/profiler.h"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/cuda/driver.h"
 
 namespace {
 

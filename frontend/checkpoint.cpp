@@ -1,11 +1,11 @@
 #include "kiln/frontend/checkpoint.h"
 
-#include "kiln/frontend/autograd.h"
+#include "kiln/base/philox.h"
 #include "kiln/frontend/custom_function.h"
+#include "kiln/runtime/api/autograd.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/saved_variable.h"
-#include "kiln/runtime/philox.h"
 
 namespace kiln::autograd {
 namespace {

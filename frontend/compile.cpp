@@ -9,12 +9,12 @@
 #include <iostream>
 #include <mutex>
 
+#include "kiln/base/error.h"
+#include "kiln/base/options.h"
 #include "kiln/frontend/compile/debug_dump.h"
 #include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/compile/segments.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/options.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln {

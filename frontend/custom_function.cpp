@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "kiln/frontend/factories.h"
+#include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 

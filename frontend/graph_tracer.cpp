@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln {
 namespace {

@@ -1,5 +1,5 @@
 // GraphTracer: the TracingState that trace() installs. It builds an ir::Graph from the calls the
-// Tracer key sees (frontend/tracer_kernel.cpp) and remembers which Value each live tensor holds.
+// Tracer key sees (frontend/functionalize.cpp) and remembers which Value each live tensor holds.
 // Internal to the frontend: users call kiln::trace (frontend/tracer.h).
 #pragma once
 
@@ -52,6 +52,7 @@ class GraphTracer final : public TracingState {
   // A prim.constant holding a copy of `t`, now `t`'s Value: for a tensor the traced function
   // built from host data.
   ir::Value* add_constant(const Tensor& t);
+  void on_host_tensor(const Tensor& t) override { add_constant(t); }
   // TracingState::records_graph_breaks.
   void set_records_graph_breaks(bool on) { graph_breaks_ = on; }
   bool records_graph_breaks() const override { return graph_breaks_; }
@@ -91,7 +92,7 @@ class GraphTracer final : public TracingState {
   const Entry* live_entry(const Tensor& t) const;
   void prune_expired();
 
-  // In-place ops (tracer_kernel.cpp): the Value of self after `op`, built from out-of-place ops.
+  // In-place ops (functionalize.cpp): the Value of self after `op`, built from out-of-place ops.
   ir::Value* functionalize(const OpDef& op, std::span<const Tensor> inputs, const void* attrs,
                            std::span<ir::Value* const> values, const std::string& site);
   ir::Value* add_node(const OpDef& op, std::span<ir::Value* const> inputs, const void* attrs,

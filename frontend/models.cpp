@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "kiln/frontend/factories.h"
-#include "kiln/frontend/ops.h"
+#include "kiln/base/error.h"
+#include "kiln/runtime/api/factories.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/autograd/grad_mode.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::models {
 

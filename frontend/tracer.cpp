@@ -1,9 +1,9 @@
 #include "kiln/frontend/tracer.h"
 
+#include "kiln/base/error.h"
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/frontend/graph_tracer.h"
 #include "kiln/runtime/autograd/grad_mode.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/interpreter.h"
 
 namespace kiln {
 

@@ -50,7 +50,7 @@ class TracedFunction {
   size_t num_outputs() const { return num_outputs_; }
   const std::vector<WriteBack>& write_backs() const { return write_backs_; }
 
-  // Runs the graph through the interpreter (runtime/interpreter.h), then copies each
+  // Runs the graph through the interpreter (frontend/compile/interpreter.h), then copies each
   // write-back's value into its argument (without recording autograd history), and returns
   // fn's outputs.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/dispatch_key.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::ir {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::ir {
 namespace {

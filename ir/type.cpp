@@ -1,30 +1,8 @@
 #include "kiln/ir/type.h"
 
-#include <array>
-
 #include "kiln/runtime/tensor.h"
 
 namespace kiln::ir {
-namespace {
-
-constexpr std::array<std::string_view, kNumDTypes> kShortNames = {"b8",   "i32", "i64", "f16",
-                                                                  "bf16", "f32", "f64"};
-
-}  // namespace
-
-std::string_view dtype_short_name(DType t) {
-  return kShortNames[static_cast<size_t>(t)];
-}
-
-bool dtype_from_short_name(std::string_view name, DType* out) {
-  for (size_t i = 0; i < kShortNames.size(); ++i) {
-    if (kShortNames[i] == name) {
-      *out = static_cast<DType>(i);
-      return true;
-    }
-  }
-  return false;
-}
 
 TensorType TensorType::of(const Tensor& t) {
   TensorType type;

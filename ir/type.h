@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "kiln/runtime/device.h"
-#include "kiln/runtime/dtype.h"
-#include "kiln/runtime/shape.h"
+#include "kiln/base/device.h"
+#include "kiln/base/dtype.h"
+#include "kiln/base/shape.h"
 
 namespace kiln {
 class Tensor;
@@ -40,8 +40,8 @@ struct TensorType {
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 
-// The short dtype names of the text format: b8 i32 i64 f16 bf16 f32 f64.
-std::string_view dtype_short_name(DType t);
-bool dtype_from_short_name(std::string_view name, DType* out);
+// The short dtype names of the text format (base/dtype.h), under the IR's namespace too.
+using kiln::dtype_from_short_name;
+using kiln::dtype_short_name;
 
 }  // namespace kiln::ir

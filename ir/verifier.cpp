@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::ir {
 namespace {

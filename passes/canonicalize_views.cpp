@@ -4,9 +4,9 @@
 #include <optional>
 #include <unordered_set>
 
+#include "kiln/base/error.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/propagate_types.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 

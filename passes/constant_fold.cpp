@@ -4,8 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::passes {
 namespace {

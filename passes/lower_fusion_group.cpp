@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "kiln/codegen/kernel_ir/kernel_ir_rules.h"
-#include "kiln/codegen/kernel_ir/kernel_verifier.h"
+#include "kiln/base/error.h"
+#include "kiln/kernel_ir/kernel_ir_rules.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
 #include "kiln/passes/fusion_space.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/op_def.h"
 #include "kiln/runtime/type_promotion.h"

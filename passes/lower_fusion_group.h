@@ -1,12 +1,12 @@
-// Lowering of fusion groups to kernel IR (codegen/kernel_ir/kernel_ir.h): one kernel per group,
+// Lowering of fusion groups to kernel IR (kernel_ir/kernel_ir.h): one kernel per group,
 // with the loop structure of Note [Fusion spaces] (passes/fusion_space.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/ir/graph.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::passes {
 

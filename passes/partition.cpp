@@ -3,9 +3,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/base/error.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/min_cut.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::passes {
 namespace {

@@ -4,9 +4,11 @@
 
 #include <ostream>
 
+#include "kiln/base/error.h"
+#include "kiln/base/profiler.h"
 #include "kiln/codegen/cuda/cuda_emitter.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/ir/verifier.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 #include "kiln/passes/canonicalize_views.h"
 #include "kiln/passes/constant_fold.h"
 #include "kiln/passes/cse.h"
@@ -14,8 +16,6 @@
 #include "kiln/passes/lower_fusion_group.h"
 #include "kiln/passes/propagate_types.h"
 #include "kiln/passes/simplify.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/profiler.h"
 
 namespace kiln::passes {
 namespace {

@@ -1,7 +1,7 @@
 #include "kiln/passes/propagate_types.h"
 
+#include "kiln/base/error.h"
 #include "kiln/ir/printer.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::passes {
 namespace {

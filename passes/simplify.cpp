@@ -2,10 +2,10 @@
 
 #include <unordered_set>
 
+#include "kiln/base/error.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/propagate_types.h"
 #include "kiln/passes/simplify_rules.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::passes {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kiln/runtime/device.h"
+#include "kiln/base/device.h"
 
 namespace kiln {
 

@@ -21,10 +21,10 @@
 #include <variant>
 #include <vector>
 
-#include "kiln/runtime/device.h"
-#include "kiln/runtime/dtype.h"
-#include "kiln/runtime/scalar.h"
-#include "kiln/runtime/shape.h"
+#include "kiln/base/device.h"
+#include "kiln/base/dtype.h"
+#include "kiln/base/scalar.h"
+#include "kiln/base/shape.h"
 
 namespace kiln {
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::blas {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln {
 namespace {

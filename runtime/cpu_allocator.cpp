@@ -4,8 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/allocator.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln {
 namespace {

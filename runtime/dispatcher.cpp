@@ -2,10 +2,10 @@
 
 #include <optional>
 
+#include "kiln/base/error.h"
+#include "kiln/base/profiler.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/grad_mode.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/profiler.h"
 
 namespace kiln {
 

@@ -1,6 +1,6 @@
 #include <mutex>
 
-#include "kiln/runtime/philox.h"
+#include "kiln/base/philox.h"
 
 namespace kiln {
 namespace {

@@ -67,7 +67,7 @@ using ComputeKernel = void (*)(const OpDef& op, std::span<const Tensor> outputs,
 // A boxed kernel takes the whole call; wrapper keys (Tracer, Autograd) register these.
 using BoxedKernel = std::vector<Tensor> (*)(const OpDef& op, std::span<const Tensor> inputs,
                                             const void* attrs);
-// Pointwise ops: the op's scalar math as a kernel-IR expression (codegen/kernel_ir/kernel_ir.h),
+// Pointwise ops: the op's scalar math as a kernel-IR expression (kernel_ir/kernel_ir.h),
 // built from the same math template the eager kernel instantiates. `inputs` are the operands as
 // loaded (each in its tensor's dtype) and `result` is the output's dtype; the expression converts
 // the operands as the eager kernel does and returns the value in result's compute dtype (Bool for

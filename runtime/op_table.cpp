@@ -1,6 +1,7 @@
 #include "kiln/runtime/op_table.h"
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 

@@ -82,7 +82,5 @@ void register_indexing_derivatives(OpTable& table);
 void register_random_derivatives(OpTable& table);
 // Installs the Autograd dispatch key's kernel on every op (runtime/autograd/autograd_kernel.cpp).
 void register_autograd_kernels(OpTable& table);
-// Installs the Tracer dispatch key's kernel on every op (frontend/tracer_kernel.cpp).
-void register_tracer_kernels(OpTable& table);
 
 }  // namespace kiln

@@ -1,7 +1,7 @@
 #include "kiln/runtime/storage.h"
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/cuda/cuda_allocator.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln {
 

@@ -1,8 +1,8 @@
 // Tensor: the user's handle, a shared pointer to a TensorImpl. Copying a Tensor shares the
 // data; view methods share the storage; ops return new tensors. Op methods are defined in
-// frontend/ (they go through the dispatcher); the accessors here read the TensorImpl directly.
+// runtime/api/ (they go through the dispatcher); the accessors here read the TensorImpl directly.
 // Op, view and conversion methods take a trailing defaulted std::source_location, the user's
-// call site (runtime/call_site.h); callers never pass it.
+// call site (base/call_site.h); callers never pass it.
 #pragma once
 
 #include <functional>
@@ -14,8 +14,8 @@
 #include <tuple>
 #include <vector>
 
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/scalar.h"
+#include "kiln/base/error.h"
+#include "kiln/base/scalar.h"
 #include "kiln/runtime/tensor_impl.h"
 #include "kiln/runtime/tensor_options.h"
 
@@ -99,7 +99,7 @@ class Tensor {
                       std::source_location loc = std::source_location::current()) const;
   const Tensor& zero_(std::source_location loc = std::source_location::current()) const;
 
-  // ---- autograd (frontend/autograd.cpp; Note [Leaf and non-leaf] in autograd_meta.h) ----
+  // ---- autograd (runtime/api/autograd.cpp; Note [Leaf and non-leaf] in autograd_meta.h) ----
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true);
   Tensor grad() const;           // the accumulated gradient; undefined before the first backward

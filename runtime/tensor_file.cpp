@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "kiln/base/error.h"
+#include "kiln/base/shape.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/shape.h"
 
 namespace kiln {
 namespace {

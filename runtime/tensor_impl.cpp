@@ -1,7 +1,7 @@
 #include "kiln/runtime/tensor_impl.h"
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln {
 

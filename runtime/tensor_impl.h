@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "kiln/runtime/dtype.h"
-#include "kiln/runtime/shape.h"
+#include "kiln/base/dtype.h"
+#include "kiln/base/shape.h"
 #include "kiln/runtime/storage.h"
 
 namespace kiln {

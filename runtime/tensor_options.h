@@ -5,8 +5,8 @@
 
 #include <optional>
 
-#include "kiln/runtime/device.h"
-#include "kiln/runtime/dtype.h"
+#include "kiln/base/device.h"
+#include "kiln/base/dtype.h"
 
 namespace kiln {
 

@@ -2,9 +2,11 @@
 
 #include <string_view>
 
-#include "kiln/runtime/call_site.h"
+#include "kiln/base/call_site.h"
+#include "kiln/base/error.h"
 #include "kiln/runtime/dispatch_key.h"
-#include "kiln/runtime/error.h"
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/op_table.h"
 
 namespace kiln {
 namespace {
@@ -85,6 +87,25 @@ std::string short_call_site() {
   if (site.function == nullptr || *site.function == '\0')
     return fmt::format("{}:{}", file, site.line);
   return fmt::format("{}:{} in {}", file, site.line, short_function_name(site.function));
+}
+
+void TracingState::on_host_tensor(const Tensor&) {}
+
+namespace {
+
+std::vector<Tensor> tracer_kernel(const OpDef& op, std::span<const Tensor> inputs,
+                                  const void* attrs) {
+  if (TracingState* state = current_tracing_state()) return state->record_op(op, inputs, attrs);
+  // The key is included but nothing records (a state's scope ended first): run the op.
+  ExcludeDispatchKeysGuard below(DispatchKey::Tracer);
+  return call_op(op, inputs, attrs);
+}
+
+}  // namespace
+
+void register_tracer_kernels(OpTable& table) {
+  for (OpDef* op : table.ops())
+    op->boxed[static_cast<int>(DispatchKey::Tracer)] = tracer_kernel;
 }
 
 }  // namespace kiln

@@ -47,6 +47,11 @@ class TracingState {
   // `source` lets later reads of `copy` use the same value; otherwise this does nothing.
   virtual void note_same_value(const Tensor& copy, const Tensor& source) = 0;
 
+  // `t` was just built from host data (from_vector) by the function being traced: a recorder
+  // makes it a constant of its graph rather than a tensor from outside to read anew on every
+  // call (Note [Lifted tensors], frontend/graph_tracer.h). The default does nothing.
+  virtual void on_host_tensor(const Tensor& t);
+
   // A host read of a tensor's data while tracing. The default throws kiln::Error naming
   // `accessor` and the user's call site: the value depends on data the graph does not hold.
   virtual void on_data_read(const char* accessor);
@@ -79,6 +84,11 @@ bool is_tracing();
 
 // Calls current_tracing_state()->on_data_read(accessor) when is_tracing().
 void check_traced_data_read(const char* accessor);
+
+// Installs the Tracer dispatch key's kernel on every op of `table`: it hands the call to the
+// current state's record_op, or runs the op below the key when no state records.
+class OpTable;
+void register_tracer_kernels(OpTable& table);
 
 // "model.cpp:12 in forward" from a CallSite: the file without its directory, so that a graph's
 // text does not depend on where the sources were checked out, and the function without its

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln {
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits the float32 polynomials of runtime/pointwise_math.h's exp2_poly, erf_poly and
+"""Fits the float32 polynomials of base/pointwise_math.h's exp2_poly, erf_poly and
 gelu_exact_poly and of runtime/kernels/exp_sum_vec.cpp's summed exp terms, and reports their
 worst error in float32 ulps (or relative error) against mpmath.
 

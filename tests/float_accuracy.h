@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "kiln/runtime/pointwise_math.h"
+#include "kiln/base/pointwise_math.h"
 
 namespace kiln_test {
 

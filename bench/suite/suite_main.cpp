@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "../bench_util.h"
+#include "kiln/base/cpu_info.h"
 #include "kiln/runtime/blas.h"
-#include "kiln/runtime/cpu_info.h"
 #include "suite.h"
 #include "workload.h"
 

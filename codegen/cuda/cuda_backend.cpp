@@ -8,19 +8,19 @@
 #include <map>
 #include <mutex>
 
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/cuda/driver.h"
+#include "kiln/base/error.h"
+#include "kiln/base/options.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
+#include "kiln/codegen/cuda/nvrtc_info.h"
 #include "kiln/codegen/disk_cache.h"
 #include "kiln/config.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/cuda/driver.h"
-#include "kiln/runtime/cuda/nvrtc_info.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/options.h"
 
 #if KILN_WITH_CUDA
 #include <nvrtc.h>
 
-#include "kiln/runtime/cuda/driver_api.h"
+#include "kiln/base/cuda/driver_api.h"
 #endif
 
 namespace kiln::codegen::cuda {

@@ -14,7 +14,7 @@
 
 #include "kiln/codegen/compiled_kernel.h"
 #include "kiln/codegen/cuda/cuda_emitter.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen::cuda {
 

@@ -10,11 +10,11 @@
 #include <set>
 #include <unordered_map>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/cuda_math.h"
 #include "kiln/codegen/cuda/cuda_scalar.h"
 #include "kiln/codegen/cuda/cuda_vector_access.h"
-#include "kiln/codegen/kernel_ir/kernel_verifier.h"
-#include "kiln/runtime/error.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
 
 namespace kiln::codegen::cuda {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen::cuda {
 

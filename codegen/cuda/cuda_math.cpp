@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::codegen::cuda {
 namespace {
@@ -235,7 +235,7 @@ KILN_DEVICE long long kiln_f2i64(double x) {
 KILN_DEVICE int kiln_f2i32(double x) {
   return (x >= -0x1p31 && x < 0x1p31) ? (int)x : (int)0x80000000u;
 }
-// bfloat16 as runtime/half.h: round to nearest even, NaN kept quiet.
+// bfloat16 as base/half.h: round to nearest even, NaN kept quiet.
 KILN_DEVICE unsigned short kiln_f32_to_bf16(float f) {
   unsigned x = __float_as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
@@ -245,7 +245,7 @@ KILN_DEVICE float kiln_bf16_to_f32(unsigned short b) { return __uint_as_float((u
 KILN_DEVICE float kiln_round_bf16(float f) { return kiln_bf16_to_f32(kiln_f32_to_bf16(f)); }
 )";
   s += R"(#ifndef KILN_CUDA_HOST_TEST
-// float16 through the PTX conversions: IEEE round to nearest even, as runtime/half.h.
+// float16 through the PTX conversions: IEEE round to nearest even, as base/half.h.
 KILN_DEVICE unsigned short kiln_f32_to_f16(float f) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));

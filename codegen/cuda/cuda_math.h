@@ -1,14 +1,14 @@
 // Pointwise math as CUDA C (Note [Pointwise math is written once]). The float32 exp, log, tanh,
 // erf, pow and the others of the eager kernels are the polynomial templates of
-// runtime/pointwise_math.h; instantiating them with CudaVal writes the same arithmetic as CUDA C
+// base/pointwise_math.h; instantiating them with CudaVal writes the same arithmetic as CUDA C
 // statements, so the CUDA kernels compute the function the eager and LLVM ones compute. Everything
 // else is a CUDA math library call or a small helper of the preamble.
 #pragma once
 
 #include <string>
 
-#include "kiln/runtime/dtype.h"
-#include "kiln/runtime/pointwise_math.h"
+#include "kiln/base/dtype.h"
+#include "kiln/base/pointwise_math.h"
 
 namespace kiln::codegen::cuda {
 

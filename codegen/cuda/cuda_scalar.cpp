@@ -4,8 +4,8 @@
 
 #include <limits>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/cuda_math.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::codegen::cuda {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/cuda_scalar.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::codegen::cuda {
 

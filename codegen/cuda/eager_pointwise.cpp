@@ -5,9 +5,9 @@
 #include <cctype>
 #include <cstddef>
 
+#include "kiln/base/error.h"
+#include "kiln/base/shape.h"
 #include "kiln/codegen/cuda/cuda_scalar.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/shape.h"
 
 namespace kiln::codegen::cuda {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kiln/codegen/cuda/cuda_emitter.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen::cuda {
 

@@ -4,9 +4,9 @@
 
 #include <string>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/cuda_scalar.h"
 #include "kiln/philox_core_text.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::codegen::cuda {
 namespace {

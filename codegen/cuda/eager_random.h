@@ -1,5 +1,5 @@
-// CUDA kernels of the random ops and arange (Note [Random streams] in runtime/philox.h): every
-// element computed from (seed, offset, i) by runtime/philox_core.h's functions, whose text the
+// CUDA kernels of the random ops and arange (Note [Random streams] in base/philox.h): every
+// element computed from (seed, offset, i) by base/philox_core.h's functions, whose text the
 // kernels compile. Building the source needs neither NVRTC nor a GPU.
 #pragma once
 

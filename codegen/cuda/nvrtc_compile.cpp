@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "kiln/base/error.h"
 #include "kiln/config.h"
-#include "kiln/runtime/error.h"
 
 #if KILN_WITH_CUDA
 #include <nvrtc.h>

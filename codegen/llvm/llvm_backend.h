@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "kiln/codegen/compiled_kernel.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
-#include "kiln/runtime/tensor.h"
+#include "kiln/kernel_ir/interpreter_plan.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen {
 
@@ -53,9 +53,10 @@ class LlvmKernel final : public CompiledKernel {
 std::shared_ptr<const LlvmKernel> llvm_compile(const kir::Kernel& kernel,
                                                const LlvmCompileOptions& options = {});
 
-// Runs a compiled kernel on tensors bound as kir::run_kernel binds them (same checks), plus a
-// check that no output overlaps another argument's storage.
-void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel, std::span<const Tensor> args);
+// Runs a compiled kernel on its bound buffers (kir::bind_arguments in runtime/kernel_args.h
+// binds tensors), after checking that no output shares its allocation with another argument.
+void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel,
+              std::span<const kir::BoundBuffer> bound);
 
 struct LlvmCacheStats {
   int64_t memory_hits = 0;

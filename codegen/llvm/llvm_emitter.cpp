@@ -9,11 +9,11 @@
 #include <limits>
 #include <unordered_map>
 
-#include "kiln/codegen/kernel_ir/kernel_printer.h"
+#include "kiln/base/error.h"
 #include "kiln/codegen/llvm/llvm_loop_analysis.h"
 #include "kiln/codegen/llvm/llvm_math.h"
 #include "kiln/codegen/llvm/llvm_value_lowering.h"
-#include "kiln/runtime/error.h"
+#include "kiln/kernel_ir/kernel_printer.h"
 
 namespace kiln::codegen::llvm_backend {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen::llvm_backend {
 

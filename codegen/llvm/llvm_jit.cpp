@@ -25,17 +25,17 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "kiln/base/error.h"
+#include "kiln/base/options.h"
+#include "kiln/base/pointwise_math.h"
+#include "kiln/base/thread_pool.h"
 #include "kiln/codegen/disk_cache.h"
-#include "kiln/codegen/kernel_ir/kernel_interpreter.h"
-#include "kiln/codegen/kernel_ir/kernel_printer.h"
-#include "kiln/codegen/kernel_ir/kernel_verifier.h"
 #include "kiln/codegen/llvm/llvm_backend.h"
 #include "kiln/codegen/llvm/llvm_emitter.h"
 #include "kiln/codegen/llvm/llvm_math.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/options.h"
-#include "kiln/runtime/pointwise_math.h"
-#include "kiln/runtime/thread_pool.h"
+#include "kiln/kernel_ir/kernel_interpreter.h"
+#include "kiln/kernel_ir/kernel_printer.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
 
 // ---- the runtime entry points generated code calls (Note [LLVM kernel ABI]) ----
 extern "C" {
@@ -87,7 +87,7 @@ void check(llvm::Error e, std::string_view what) {
 
 // Note [Vector math]
 // exp, expm1, exp2, log, log1p, tanh and erf (and sigmoid and gelu_tanh, built on them),
-// gelu_exact and pow, in float32 are the polynomial templates of runtime/pointwise_math.h, emitted
+// gelu_exact and pow, in float32 are the polynomial templates of base/pointwise_math.h, emitted
 // as plain vectorizable IR (llvm_math.h), so compiled code and the eager kernels compute them
 // identically. sin and cos are too, with a branch to libm beyond their polynomial's range
 // (Note [sin and cos by one polynomial]); a loop over them first runs the polynomial alone,
@@ -405,18 +405,21 @@ std::shared_ptr<const LlvmKernel> llvm_compile(const kir::Kernel& kernel,
   return Jit::get().compile(kernel, options);
 }
 
-void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel, std::span<const Tensor> args) {
-  std::vector<kir::BoundBuffer> bound = kir::bind_arguments(kernel, args, "llvm backend");
+void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel,
+              std::span<const kir::BoundBuffer> bound) {
+  KILN_CHECK(bound.size() == kernel.buffers.size(),
+             "llvm backend: kernel {} takes {} buffers, got {}", kernel.name, kernel.buffers.size(),
+             bound.size());
   // The generated code assumes its buffers do not alias (noalias): an output sharing storage
   // with any other argument would be read and written in an order the kernel IR does not fix.
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (size_t i = 0; i < bound.size(); ++i) {
     if (!kernel.buffers[i].output || bound[i].extent == 0) continue;
-    for (size_t j = 0; j < args.size(); ++j) {
-      KILN_CHECK(
-          j == i || bound[j].extent == 0 || args[i].impl()->storage() != args[j].impl()->storage(),
-          "llvm backend: kernel {}: output %{} shares storage with argument {} (%{}); "
-          "compiled kernels need outputs that overlap nothing",
-          kernel.name, kernel.buffers[i].name, j, kernel.buffers[j].name);
+    for (size_t j = 0; j < bound.size(); ++j) {
+      KILN_CHECK(j == i || bound[j].extent == 0 || bound[i].owner == nullptr ||
+                     bound[i].owner != bound[j].owner,
+                 "llvm backend: kernel {}: output %{} shares storage with argument {} (%{}); "
+                 "compiled kernels need outputs that overlap nothing",
+                 kernel.name, kernel.buffers[i].name, j, kernel.buffers[j].name);
     }
   }
   std::vector<void*> ptrs;

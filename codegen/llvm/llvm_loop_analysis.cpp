@@ -6,7 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "kiln/codegen/kernel_ir/kernel_ir_rules.h"
+#include "kiln/kernel_ir/kernel_ir_rules.h"
 
 namespace kiln::codegen::llvm_backend {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen::llvm_backend {
 

@@ -3,8 +3,8 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/pointwise_math.h"
+#include "kiln/base/error.h"
+#include "kiln/base/pointwise_math.h"
 
 namespace kiln::codegen::llvm_backend {
 namespace {

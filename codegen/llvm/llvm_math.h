@@ -1,14 +1,14 @@
 // Pointwise math primitives as LLVM IR (Note [Pointwise math is written once]). The float32
 // exp, log, tanh, erf, pow and the others of the eager kernels are the polynomial templates of
-// runtime/pointwise_math.h; instantiating the same templates with IRVal emits the same arithmetic
+// base/pointwise_math.h; instantiating the same templates with IRVal emits the same arithmetic
 // as vectorizable IR, so compiled and eager code compute one function. Everything else maps to an
 // LLVM instruction, an intrinsic, or the libm function the eager kernel calls.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
-#include "kiln/runtime/pointwise_math.h"
+#include "kiln/base/pointwise_math.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen::llvm_backend {
 

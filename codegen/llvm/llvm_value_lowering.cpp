@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/llvm/llvm_emitter.h"
 #include "kiln/codegen/llvm/llvm_math.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::codegen::llvm_backend {
 
@@ -13,7 +13,7 @@ using kir::UnaryOp;
 
 namespace {
 
-// float -> bfloat16 bits as runtime/half.h's float_to_bfloat16_bits: round to nearest even,
+// float -> bfloat16 bits as base/half.h's float_to_bfloat16_bits: round to nearest even,
 // NaN kept quiet.
 llvm::Value* bfloat16_bits(llvm::IRBuilder<>& b, llvm::Value* f) {
   llvm::Value* x = b.CreateBitCast(f, b.getInt32Ty());

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 namespace kiln::codegen::llvm_backend {
 

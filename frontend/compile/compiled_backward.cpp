@@ -1,8 +1,8 @@
 #include "kiln/frontend/compile/compiled_backward.h"
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::compile_detail {
 

@@ -10,12 +10,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/base/error.h"
+#include "kiln/base/options.h"
 #include "kiln/frontend/compile/repro.h"
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/ir/dot.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/options.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 
 extern char** environ;
 

@@ -6,12 +6,12 @@
 #include <mutex>
 #include <set>
 
+#include "kiln/base/error.h"
+#include "kiln/base/options.h"
+#include "kiln/base/profiler.h"
 #include "kiln/codegen/cuda/cuda_backend.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/config.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/options.h"
-#include "kiln/runtime/profiler.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 #if KILN_WITH_LLVM
 #include "kiln/codegen/llvm/llvm_backend.h"
 #endif

@@ -1,12 +1,12 @@
 #include "kiln/frontend/compile/plan.h"
 
+#include "kiln/base/error.h"
+#include "kiln/base/philox.h"
 #include "kiln/frontend/compile/compiled_backward.h"
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/frontend/custom_function.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/grad_mode.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/philox.h"
 #include "kiln/runtime/storage.h"
 
 namespace kiln::compile_detail {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "kiln/frontend/compile.h"
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/frontend/compile/signature.h"
 #include "kiln/ir/graph.h"
-#include "kiln/runtime/interpreter.h"
 
 namespace kiln::compile_detail {
 

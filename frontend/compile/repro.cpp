@@ -5,11 +5,11 @@
 
 #include <fstream>
 
-#include "kiln/frontend/autograd.h"
-#include "kiln/frontend/factories.h"
+#include "kiln/base/error.h"
+#include "kiln/base/philox.h"
+#include "kiln/runtime/api/autograd.h"
+#include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/autograd/grad_mode.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/philox.h"
 #include "kiln/runtime/tensor_file.h"
 
 namespace kiln::compile_detail {

@@ -1,8 +1,8 @@
 #include "kiln/runtime/autograd/basic_nodes.h"
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/grad_mode.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::autograd {
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln::autograd {
 

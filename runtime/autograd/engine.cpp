@@ -7,19 +7,19 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kiln/frontend/ops.h"
+#include "kiln/base/call_site.h"
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/error.h"
+#include "kiln/base/profiler.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/basic_nodes.h"
 #include "kiln/runtime/autograd/device_threads.h"
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/autograd/input_buffer.h"
 #include "kiln/runtime/autograd/node.h"
-#include "kiln/runtime/call_site.h"
 #include "kiln/runtime/cuda/cuda_allocator.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
 #include "kiln/runtime/dispatch_key.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/profiler.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln::autograd {

@@ -4,7 +4,7 @@
 // floating dtype is cast, and anything else is an error naming the Node.
 #pragma once
 
-#include "kiln/runtime/cuda/cuda_stream.h"
+#include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/runtime/tensor.h"
 
 namespace kiln::autograd {

@@ -4,11 +4,11 @@
 #include <cctype>
 #include <typeinfo>
 
+#include "kiln/base/call_site.h"
+#include "kiln/base/error.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/grad_mode.h"
-#include "kiln/runtime/call_site.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::autograd {
 namespace {

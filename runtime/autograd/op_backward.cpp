@@ -3,8 +3,8 @@
 #include <cctype>
 #include <memory>
 
-#include "kiln/frontend/factories.h"
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
+#include "kiln/runtime/api/factories.h"
 
 namespace kiln::autograd {
 

@@ -1,8 +1,8 @@
 #include "kiln/runtime/autograd/saved_variable.h"
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/node.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::autograd {
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {

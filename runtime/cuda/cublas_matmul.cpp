@@ -16,9 +16,9 @@
 #include <climits>
 #include <unordered_map>
 
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/cuda/driver.h"
-#include "kiln/runtime/error.h"
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/cuda/driver.h"
+#include "kiln/base/error.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #endif
 

@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/cuda/driver.h"
+#include "kiln/base/error.h"
 #include "kiln/config.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/cuda/driver.h"
-#include "kiln/runtime/error.h"
 
 #if KILN_WITH_CUDA
-#include "kiln/runtime/cuda/driver_api.h"
+#include "kiln/base/cuda/driver_api.h"
 #endif
 
 namespace kiln {

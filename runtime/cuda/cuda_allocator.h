@@ -5,9 +5,9 @@
 
 #include <cstddef>
 
+#include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/runtime/allocator.h"
 #include "kiln/runtime/block_caching_allocator.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
 #include "kiln/runtime/tensor.h"
 
 namespace kiln {

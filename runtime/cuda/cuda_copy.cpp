@@ -4,17 +4,17 @@
 #include <cstring>
 #include <memory>
 
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/cuda/driver.h"
+#include "kiln/base/error.h"
 #include "kiln/config.h"
 #include "kiln/runtime/cuda/cuda_allocator.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/cuda/driver.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/tensor_impl.h"
 
 #if KILN_WITH_CUDA
-#include "kiln/runtime/cuda/driver_api.h"
+#include "kiln/base/cuda/driver_api.h"
 #endif
 
 namespace kiln::cuda {

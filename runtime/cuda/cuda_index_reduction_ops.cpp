@@ -7,12 +7,12 @@
 #include <optional>
 #include <vector>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/eager_indexing.h"
-#include "kiln/frontend/ops.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/cuda/cuda_index_check.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"

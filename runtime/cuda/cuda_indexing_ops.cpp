@@ -8,11 +8,11 @@
 #include <functional>
 #include <vector>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/eager_indexing.h"
 #include "kiln/runtime/cuda/cuda_index_check.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 

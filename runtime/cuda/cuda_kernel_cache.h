@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/codegen/cuda/cuda_backend.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
 #include "kiln/runtime/op_def.h"
 
 namespace kiln::cuda {

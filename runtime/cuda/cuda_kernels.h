@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 #include "kiln/runtime/op_table.h"
 #include "kiln/runtime/tensor.h"
 

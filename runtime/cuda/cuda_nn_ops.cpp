@@ -5,10 +5,10 @@
 #include <functional>
 #include <vector>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/eager_normalization.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/op_table.h"
 

@@ -11,14 +11,14 @@
 #include <optional>
 #include <vector>
 
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/cuda_backend.h"
 #include "kiln/codegen/cuda/eager_pointwise.h"
 #include "kiln/runtime/cuda/cuda_copy.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
 #include "kiln/runtime/cuda/cuda_pointwise_ops.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/kernels/pointwise_kernels.h"

@@ -4,10 +4,10 @@
 // normal values to double rounding.
 #include <functional>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/eager_random.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/kernels/random_attrs.h"
 #include "kiln/runtime/op_table.h"

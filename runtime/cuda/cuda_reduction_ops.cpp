@@ -9,10 +9,10 @@
 #include <limits>
 #include <vector>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/eager_reduction.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"
 #include "kiln/runtime/op_table.h"

@@ -3,8 +3,8 @@
 // write their own outputs.
 #include <cstring>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/op_rules.h"

@@ -1,12 +1,12 @@
 // Factory ops: empty, full, arange, rand, randn.
 #include <cmath>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
+#include "kiln/base/philox.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/kernels/tensor_iterator.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/philox.h"
 #include "kiln/runtime/type_promotion.h"
 
 namespace kiln {

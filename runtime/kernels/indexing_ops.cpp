@@ -5,11 +5,11 @@
 // they serve every dtype.
 #include <cstring>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
+#include "kiln/base/thread_pool.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln {
 namespace {

@@ -2,12 +2,12 @@
 // composed from these in the frontend.
 #include <cblas.h>
 
+#include "kiln/base/error.h"
+#include "kiln/base/thread_pool.h"
 #include "kiln/runtime/blas.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln {
 namespace {

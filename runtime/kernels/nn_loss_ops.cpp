@@ -1,11 +1,11 @@
 // nll_loss: the negative log-likelihood of class-index targets, a table entry with its own CPU
 // kernel. input is [N, C] or [C] log-probabilities, target int64 [N] or []. cross_entropy and
-// mse_loss are composites of table ops (frontend/nn_ops.cpp).
+// mse_loss are composites of table ops (runtime/api/nn_ops.cpp).
 #include <cmath>
 #include <limits>
 
+#include "kiln/base/error.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"

@@ -10,8 +10,10 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/base/error.h"
+#include "kiln/base/pointwise_math.h"
+#include "kiln/base/thread_pool.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/exp_sum_vec.h"
 #include "kiln/runtime/kernels/float_loop_clones.h"
@@ -19,8 +21,6 @@
 #include "kiln/runtime/kernels/nn_registry.h"
 #include "kiln/runtime/kernels/reduction_vec.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/pointwise_math.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln {
 namespace {

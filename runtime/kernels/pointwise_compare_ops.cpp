@@ -1,8 +1,8 @@
 // Pointwise ops that select or compare: maximum/minimum, the comparisons (tensor and scalar
 // forms, Bool output), the logical ops, where and masked_fill. The math is in
-// runtime/pointwise_math.h.
+// base/pointwise_math.h.
+#include "kiln/base/pointwise_math.h"
 #include "kiln/runtime/kernels/pointwise_kernels.h"
-#include "kiln/runtime/pointwise_math.h"
 
 namespace kiln::pointwise {
 namespace {

@@ -1,5 +1,5 @@
 // Building blocks shared by the pointwise op family (pointwise_*_ops.cpp): dtype rules, the
-// generic kernels that instantiate the math of runtime/pointwise_math.h per dtype, the same
+// generic kernels that instantiate the math of base/pointwise_math.h per dtype, the same
 // math instantiated with kir::Val for OpDef::expr, and the registration entry points of the
 // family's files (all called from register_pointwise_ops).
 #pragma once
@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
+#include "kiln/base/error.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/pointwise_attrs.h"
 #include "kiln/runtime/kernels/pointwise_loops.h"

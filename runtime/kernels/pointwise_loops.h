@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kiln/runtime/dtype.h"
+#include "kiln/base/dtype.h"
 #include "kiln/runtime/kernels/float_loop_clones.h"
 #include "kiln/runtime/kernels/tensor_iterator.h"
 

@@ -1,10 +1,10 @@
 // Pointwise math ops beyond the arithmetic of pointwise_ops.cpp: pow, the float functions
 // (log1p ... erf, gelu and its backward, silu), abs, sign and clamp. The math is in
-// runtime/pointwise_math.h.
+// base/pointwise_math.h.
 #include <optional>
 
+#include "kiln/base/pointwise_math.h"
 #include "kiln/runtime/kernels/pointwise_kernels.h"
-#include "kiln/runtime/pointwise_math.h"
 
 namespace kiln::pointwise {
 namespace {

@@ -1,11 +1,11 @@
-// The pointwise op family: table entries whose math comes from runtime/pointwise_math.h.
+// The pointwise op family: table entries whose math comes from base/pointwise_math.h.
 
 // For bool tensors, add/mul compute `a + alpha * b` on bools, which C++ promotes to int and
 // converts back: exactly torch's logical or/and. GCC warns about the bool arithmetic.
 #pragma GCC diagnostic ignored "-Wint-in-bool-context"
 
+#include "kiln/base/pointwise_math.h"
 #include "kiln/runtime/kernels/pointwise_kernels.h"
-#include "kiln/runtime/pointwise_math.h"
 
 namespace kiln {
 namespace {

@@ -2,12 +2,12 @@
 // i (row-major over the input's shape) is kept when its uniform float32 draw is >= p.
 #include <array>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
+#include "kiln/base/philox.h"
+#include "kiln/base/thread_pool.h"
 #include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/random_attrs.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/philox.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln {
 namespace {

@@ -2,7 +2,7 @@
 // indices, as torch.max(x, dim)) and argmax/argmin (over one dim, or over the flattened input
 // when no dim is given). The first extreme element wins; a NaN beats every number, and the
 // first NaN wins, as in torch. The all-element max(x)/min(x) are amax/amin over every dim (see
-// frontend/reduction_ops.cpp).
+// runtime/api/reduction_ops.cpp).
 #include <limits>
 
 #include "kiln/runtime/kernels/reduction_attrs.h"

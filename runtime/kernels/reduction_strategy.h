@@ -19,10 +19,10 @@
 #include <optional>
 #include <vector>
 
+#include "kiln/base/error.h"
+#include "kiln/base/thread_pool.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln {
 

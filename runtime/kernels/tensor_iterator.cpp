@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 
 namespace kiln {
 

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kiln/base/thread_pool.h"
 #include "kiln/runtime/tensor.h"
-#include "kiln/runtime/thread_pool.h"
 
 namespace kiln {
 

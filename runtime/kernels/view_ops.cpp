@@ -3,7 +3,7 @@
 // slice_backward and select_backward, the out-of-place gradients of slice and select.
 #include <algorithm>
 
-#include "kiln/runtime/error.h"
+#include "kiln/base/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/view_attrs.h"

@@ -6,13 +6,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kiln/base/cuda/driver.h"
 #include "kiln/codegen/cuda/cuda_backend.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
-#include "kiln/codegen/kernel_ir/kernel_interpreter.h"
 #include "kiln/config.h"
 #include "kiln/frontend/compile/kernel_codegen.h"
+#include "kiln/kernel_ir/kernel_interpreter.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/cuda/driver.h"
+#include "kiln/runtime/kernel_args.h"
 #include "kir_test_util.h"
 
 namespace kiln_test {

@@ -9,16 +9,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "kiln/base/cuda/driver.h"
 #include "kiln/codegen/cuda/cuda_emitter.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/models.h"
 #include "kiln/ir/graph.h"
 #include "kiln/ir/parser.h"
+#include "kiln/kernel_ir/kernel_ir.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/pass_manager.h"
-#include "kiln/runtime/cuda/driver.h"
 
 namespace kiln_test {
 namespace {

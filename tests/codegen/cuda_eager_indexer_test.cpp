@@ -2,8 +2,8 @@
 // walks, against layouts worked out by hand.
 #include <gtest/gtest.h>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/eager_pointwise.h"
-#include "kiln/runtime/error.h"
 
 namespace {
 

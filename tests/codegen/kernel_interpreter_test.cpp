@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "kiln/runtime/pointwise_math.h"
+#include "kiln/base/pointwise_math.h"
 #include "kir_test_util.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// Every op template of runtime/pointwise_math.h instantiated with V = kir::Val: at compile time
+// Every op template of base/pointwise_math.h instantiated with V = kir::Val: at compile time
 // (instantiate_all), and at run time, where the kernel built from a template runs in the
 // interpreter and is compared with the same template instantiated with float, double or int64_t
 // in this file. f64 results must match exactly (the primitives are the same libm calls, and
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/runtime/pointwise_math.h"
+#include "kiln/base/pointwise_math.h"
 #include "kir_test_util.h"
 
 namespace {

@@ -11,11 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/codegen/kernel_ir/kernel_interpreter.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
-#include "kiln/codegen/kernel_ir/kernel_printer.h"
-#include "kiln/codegen/kernel_ir/kernel_verifier.h"
 #include "kiln/config.h"
+#include "kiln/kernel_ir/kernel_interpreter.h"
+#include "kiln/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_printer.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
+#include "kiln/runtime/kernel_args.h"
 #if KILN_WITH_LLVM
 #include "kiln/codegen/llvm/llvm_backend.h"
 #endif
@@ -135,13 +136,21 @@ inline std::string executor_name(const testing::TestParamInfo<Executor>& info) {
   return info.param == Executor::Interpreter ? "interpreter" : "llvm";
 }
 
+#if KILN_WITH_LLVM
+// A compiled kernel run on tensors, bound as kir::run_kernel binds them.
+inline void llvm_run_tensors(const kiln::codegen::LlvmKernel& compiled, const kir::Kernel& k,
+                             std::span<const kiln::Tensor> args) {
+  kiln::codegen::llvm_run(compiled, k, kir::bind_arguments(k, args, "llvm backend"));
+}
+#endif
+
 // Runs `k` on `args` (bound as kir::run_kernel binds them) with executor `e`.
 inline void run_on(Executor e, const kir::Kernel& k, std::span<const kiln::Tensor> args) {
 #if KILN_WITH_LLVM
   if (e == Executor::Llvm) {
     kiln::codegen::LlvmCompileOptions o;
     o.disk_cache = false;  // hermetic: the cache has its own tests
-    kiln::codegen::llvm_run(*kiln::codegen::llvm_compile(k, o), k, args);
+    llvm_run_tensors(*kiln::codegen::llvm_compile(k, o), k, args);
     return;
   }
 #endif

@@ -16,9 +16,9 @@
 #include "kiln/config.h"
 
 #if KILN_WITH_LLVM
+#include "kiln/base/pointwise_math.h"
 #include "kiln/codegen/disk_cache.h"
 #include "kiln/codegen/llvm/llvm_backend.h"
-#include "kiln/runtime/pointwise_math.h"
 
 namespace {
 
@@ -42,7 +42,7 @@ Tensor run_llvm(const kir::Kernel& k, const std::vector<Tensor>& ins, kiln::DTyp
   Tensor out = kiln::empty({n}, kiln::TensorOptions().dtype(out_dtype));
   std::vector<Tensor> args = ins;
   args.push_back(out);
-  cg::llvm_run(*cg::llvm_compile(k, o), k, args);
+  kir_test::llvm_run_tensors(*cg::llvm_compile(k, o), k, args);
   return out;
 }
 
@@ -63,7 +63,7 @@ TEST(LlvmBackend, GeluTanhIsVectorizedAndMatchesTheInterpreterBitForBit) {
   o.keep_debug_text = true;
   auto compiled = cg::llvm_compile(k, o);
   Tensor out = kiln::empty({n});
-  cg::llvm_run(*compiled, k, std::vector<Tensor>{x, out});
+  kir_test::llvm_run_tensors(*compiled, k, std::vector<Tensor>{x, out});
   std::vector<float> got = out.to_vector<float>();
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "at " << i;
@@ -102,7 +102,7 @@ TEST(LlvmBackend, SinAndCosAreVectorizedAndRerunWithLibmBeyondTheirRange) {
       Tensor y = kiln::from_vector(ramp(n, -1.f, 1.f), {n});
       std::vector<float> want = run_pointwise(k, {x, y}, kiln::kFloat32).to_vector<float>();
       Tensor out = kiln::empty({n});
-      cg::llvm_run(*compiled, k, std::vector<Tensor>{x, y, out});
+      kir_test::llvm_run_tensors(*compiled, k, std::vector<Tensor>{x, y, out});
       std::vector<float> got = out.to_vector<float>();
       for (int64_t i = 0; i < n; ++i)
         ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
@@ -247,8 +247,9 @@ TEST(LlvmBackend, OutputsMayNotAliasOtherArguments) {
   kir::Kernel k = scaled_exp_kernel(16);
   Tensor t = kiln::ones({16});
   auto compiled = cg::llvm_compile(k, no_disk());
-  EXPECT_THROW(cg::llvm_run(*compiled, k, std::vector<Tensor>{t, t}), kiln::Error);
-  EXPECT_THROW(cg::llvm_run(*compiled, k, std::vector<Tensor>{t, kiln::ones({8})}), kiln::Error);
+  EXPECT_THROW(kir_test::llvm_run_tensors(*compiled, k, std::vector<Tensor>{t, t}), kiln::Error);
+  EXPECT_THROW(kir_test::llvm_run_tensors(*compiled, k, std::vector<Tensor>{t, kiln::ones({8})}),
+               kiln::Error);
 }
 
 // y[r, c] = x[r, c] - max(x[r, :]) and s[r] = sum(x[r, :]) in f64, over R rows of C: a max walk,
@@ -308,7 +309,7 @@ TEST(LlvmBackend, RowKernelsPrefetchTheNextRowAndKeepFullVectors) {
   kir::run_kernel(k, std::vector<Tensor>{x, y_ref, s_ref});
   Tensor y = kiln::empty({R * C}),
          s = kiln::empty({R}, kiln::TensorOptions().dtype(kiln::kFloat64));
-  cg::llvm_run(*compiled, k, std::vector<Tensor>{x, y, s});
+  kir_test::llvm_run_tensors(*compiled, k, std::vector<Tensor>{x, y, s});
   std::vector<float> got = y.to_vector<float>(), want = y_ref.to_vector<float>();
   for (size_t i = 0; i < got.size(); ++i) {
     if (i / C == 5) {

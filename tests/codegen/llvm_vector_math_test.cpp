@@ -12,8 +12,8 @@
 
 #include "codegen/kir_test_util.h"
 #include "float_accuracy.h"
+#include "kiln/base/pointwise_math.h"
 #include "kiln/config.h"
-#include "kiln/runtime/pointwise_math.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "compile/compare.h"
+#include "kiln/base/cuda/driver.h"
 #include "kiln/frontend/models.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/cuda/driver.h"
 
 namespace kiln_test {
 namespace {

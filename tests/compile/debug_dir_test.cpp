@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "kiln/base/philox.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/philox.h"
 
 namespace kiln_test {
 namespace {

@@ -3,8 +3,8 @@
 // the environment variable does.
 #include <gtest/gtest.h>
 
+#include "kiln/base/options.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/options.h"
 
 namespace kiln {
 namespace {

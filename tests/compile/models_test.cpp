@@ -7,8 +7,8 @@
 #include <iostream>
 
 #include "compile/compare.h"
+#include "kiln/base/philox.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/philox.h"
 #include "opaque_cube.h"
 
 namespace kiln_test {

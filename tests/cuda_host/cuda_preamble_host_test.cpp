@@ -1,5 +1,5 @@
 // The math of the CUDA preamble (Note [CUDA preamble]), compiled for the host. Its float32
-// exp/log/tanh/erf are written out by instantiating runtime/pointwise_math.h's templates with
+// exp/log/tanh/erf are written out by instantiating base/pointwise_math.h's templates with
 // CudaVal; here they must be as accurate as the eager kernels' against double libm, and agree
 // with the eager kernels themselves, over the sweep tests/runtime/pointwise_accuracy_test.cpp
 // uses. The helpers (NaN-propagating max/min, integer pow and division, float -> int, bfloat16)
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "float_accuracy.h"
-#include "kiln/runtime/half.h"
-#include "kiln/runtime/pointwise_math.h"
+#include "kiln/base/half.h"
+#include "kiln/base/pointwise_math.h"
 
 // The CUDA intrinsics the preamble's math part uses, for the host.
 #define KILN_CUDA_HOST_TEST 1

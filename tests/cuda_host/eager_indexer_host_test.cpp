@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/eager_reduction.h"
-#include "kiln/runtime/error.h"
 
 // The CUDA qualifiers the indexer prelude uses, for the host.
 #define __device__

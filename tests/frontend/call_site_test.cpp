@@ -5,9 +5,9 @@
 
 #include <string>
 
+#include "kiln/base/call_site.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
-#include "kiln/runtime/call_site.h"
 
 namespace {
 

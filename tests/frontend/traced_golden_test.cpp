@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "kiln/base/options.h"
 #include "kiln/ir/verifier.h"
-#include "kiln/runtime/options.h"
 #include "test_util.h"
 
 namespace kiln_test {

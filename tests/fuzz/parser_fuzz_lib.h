@@ -12,12 +12,12 @@
 #include <string>
 #include <string_view>
 
-#include "kiln/frontend/factories.h"
+#include "kiln/base/error.h"
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
-#include "kiln/runtime/error.h"
-#include "kiln/runtime/interpreter.h"
+#include "kiln/runtime/api/factories.h"
 
 namespace kiln_fuzz {
 

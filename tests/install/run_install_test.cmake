@@ -6,6 +6,12 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${KILN_BINARY_DIR} --prefix $
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "install failed (${rc})")
 endif()
+# The kiln command is installed next to the library and headers, and runs from there.
+execute_process(COMMAND ${WORK_DIR}/prefix/bin/kiln opt --help RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "--passes")
+  message(FATAL_ERROR "the installed kiln command failed (${rc}): ${out}")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build
                         -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
                 RESULT_VARIABLE rc)

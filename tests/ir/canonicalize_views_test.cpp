@@ -5,12 +5,12 @@
 
 #include <random>
 
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/graph.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/canonicalize_views.h"
 #include "kiln/passes/propagate_types.h"
-#include "kiln/runtime/interpreter.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 

@@ -3,11 +3,11 @@
 // by the golden files tests/passes/constant_fold_*.ir.
 #include <gtest/gtest.h>
 
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/graph.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/constant_fold.h"
-#include "kiln/runtime/interpreter.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"

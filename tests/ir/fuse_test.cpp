@@ -5,11 +5,11 @@
 
 #include <cmath>
 
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/fuse.h"
 #include "kiln/passes/lower_fusion_group.h"
-#include "kiln/runtime/interpreter.h"
 
 namespace kiln::passes {
 namespace {

@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <variant>
 
+#include "kiln/base/error.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
-#include "kiln/runtime/error.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln::ir {

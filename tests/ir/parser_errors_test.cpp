@@ -4,8 +4,8 @@
 
 #include <string>
 
+#include "kiln/base/error.h"
 #include "kiln/ir/parser.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln::ir {
 namespace {

@@ -2,12 +2,12 @@
 // hand-checked text, and the composed forward+backward against the joint graph run whole.
 #include <gtest/gtest.h>
 
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/min_cut.h"
 #include "kiln/passes/partition.h"
-#include "kiln/runtime/interpreter.h"
 
 namespace kiln::passes {
 namespace {

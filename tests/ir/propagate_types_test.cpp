@@ -4,11 +4,11 @@
 // placeholder types being filled in.
 #include <gtest/gtest.h>
 
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/graph.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/propagate_types.h"
-#include "kiln/runtime/interpreter.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln::passes {

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <set>
 
+#include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/graph.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/simplify.h"
 #include "kiln/passes/simplify_rules.h"
-#include "kiln/runtime/interpreter.h"
 #include "kiln/runtime/kernels/pointwise_attrs.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"

@@ -13,9 +13,9 @@
 #include <cstring>
 #include <set>
 
-#include "kiln/runtime/cuda/driver.h"
+#include "kiln/base/cuda/driver.h"
+#include "kiln/base/philox.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/philox.h"
 #include "opinfo/op_info.h"
 
 namespace kiln_test {

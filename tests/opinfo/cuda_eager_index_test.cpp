@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "kiln/base/cuda/driver.h"
 #include "kiln/codegen/cuda/eager_indexing.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/cuda/driver.h"
 #include "kiln/runtime/op_table.h"
 #include "opinfo/cuda_ptx_util.h"
 

@@ -12,9 +12,9 @@
 #include <memory>
 #include <set>
 
+#include "kiln/base/cuda/driver.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
 #include "kiln/runtime/cuda/cuda_pointwise_ops.h"
-#include "kiln/runtime/cuda/driver.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/factory_attrs.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "kiln/base/error.h"
 #include "kiln/codegen/cuda/cuda_emitter.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
-#include "kiln/runtime/error.h"
 
 namespace kiln_test {
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "kiln/runtime/philox.h"
+#include "kiln/base/philox.h"
 #include "opinfo/op_info.h"
 
 namespace kiln_test {

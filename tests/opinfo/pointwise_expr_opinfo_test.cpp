@@ -12,10 +12,11 @@
 #include <optional>
 #include <unordered_map>
 
-#include "kiln/codegen/kernel_ir/kernel_interpreter.h"
-#include "kiln/codegen/kernel_ir/kernel_ir.h"
-#include "kiln/codegen/kernel_ir/kernel_verifier.h"
+#include "kiln/kernel_ir/kernel_interpreter.h"
+#include "kiln/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
 #include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/kernel_args.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/pointwise_attrs.h"
 #include "kiln/runtime/op_table.h"

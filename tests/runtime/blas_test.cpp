@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "kiln/base/cpu_info.h"
 #include "kiln/runtime/blas.h"
-#include "kiln/runtime/cpu_info.h"
 
 namespace kiln_test {
 namespace {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/cuda/cuda_allocator.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "cuda_test_util.h"
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/cuda/cublas_matmul.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/cuda/driver.h"
 
 namespace {
 

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "kiln/base/cuda/cuda_stream.h"
+#include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/cuda/cuda_allocator.h"
 #include "kiln/runtime/cuda/cuda_copy.h"
-#include "kiln/runtime/cuda/cuda_stream.h"
-#include "kiln/runtime/cuda/driver.h"
 #include "kiln/runtime/op_table.h"
 
 namespace {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/cuda/driver.h"
 
 // Skips the test, naming why, when no CUDA device can be used.
 #define KILN_REQUIRE_CUDA_DEVICE()                                                             \

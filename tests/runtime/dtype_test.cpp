@@ -7,8 +7,8 @@
 #include <limits>
 #include <sstream>
 
+#include "kiln/base/half.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/half.h"
 #include "test_util.h"
 
 namespace {

@@ -3,8 +3,8 @@
 
 #include <map>
 
+#include "kiln/base/options.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/options.h"
 
 namespace kiln {
 namespace {

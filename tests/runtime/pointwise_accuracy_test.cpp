@@ -10,9 +10,9 @@
 #include <limits>
 
 #include "float_accuracy.h"
+#include "kiln/base/pointwise_math.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/kernels/pointwise_loops.h"
-#include "kiln/runtime/pointwise_math.h"
 #include "test_util.h"
 
 namespace {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "kiln/base/philox.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/philox.h"
 #include "test_util.h"
 
 namespace {

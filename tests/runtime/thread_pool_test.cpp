@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "kiln/base/options.h"
 #include "kiln/kiln.h"
-#include "kiln/runtime/options.h"
 #include "test_util.h"
 
 namespace {

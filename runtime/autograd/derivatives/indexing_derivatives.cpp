@@ -1,8 +1,8 @@
 // Derivative formulas of the indexing family (Note [Gradient shapes] in derivative.h). Each
 // gradient that scatters is an out-of-place scatter_add into zeros (never an in-place write
 // into a view), so it is differentiable again; index tensors get no gradient.
-#include "kiln/frontend/factories.h"
-#include "kiln/frontend/ops.h"
+#include "kiln/runtime/api/factories.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"

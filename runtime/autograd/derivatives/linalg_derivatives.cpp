@@ -1,6 +1,6 @@
 // Derivative formulas of the linalg family (Note [Gradient shapes] in derivative.h): for
 // C = A B, dA = dC B^T and dB = A^T dC, batch by batch for bmm.
-#include "kiln/frontend/ops.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {

@@ -1,7 +1,7 @@
 // Derivative formulas of the nn family (Note [Gradient shapes] in derivative.h): softmax,
 // log_softmax, layer_norm and nll_loss.
-#include "kiln/frontend/factories.h"
-#include "kiln/frontend/ops.h"
+#include "kiln/runtime/api/factories.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/op_table.h"

@@ -8,8 +8,8 @@
 #include <initializer_list>
 #include <string_view>
 
-#include "kiln/frontend/factories.h"
-#include "kiln/frontend/ops.h"
+#include "kiln/runtime/api/factories.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/kernels/pointwise_attrs.h"
 #include "kiln/runtime/op_table.h"
 

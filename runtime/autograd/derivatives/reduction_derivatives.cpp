@@ -5,8 +5,8 @@
 // against the input.
 #include <algorithm>
 
-#include "kiln/frontend/factories.h"
-#include "kiln/frontend/ops.h"
+#include "kiln/runtime/api/factories.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/op_table.h"

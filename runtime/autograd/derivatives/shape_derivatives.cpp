@@ -1,7 +1,7 @@
 // Derivative formulas of the shape family (Note [Gradient shapes] in derivative.h): the views
 // (view, expand, transpose, permute, squeeze, unsqueeze, slice, select), the out-of-place
 // gradients of slice and select, data movement (copy_, fill_, convert, clone) and cat.
-#include "kiln/frontend/ops.h"
+#include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"

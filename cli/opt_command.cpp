@@ -1,0 +1,105 @@
+// `kiln opt FILE --passes=a,b`: parse IR, run passes by name, print the result (in the style of
+// mlir-opt). The golden tests in tests/passes/ drive this command.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+#include "kiln/base/error.h"
+#include "kiln/ir/graph.h"
+#include "kiln/ir/parser.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/pass_manager.h"
+
+namespace kiln::cli {
+namespace {
+
+void opt_usage(std::ostream& os) {
+  os << "usage: kiln opt FILE [--passes=a,b,...] [--print-after-all] [--no-verify]\n\n"
+        "Parses the text IR in FILE ('-' for standard input), verifies it, runs the passes in\n"
+        "order and prints the resulting graph to standard output.\n\n"
+        "options:\n"
+        "  --passes=LIST       comma-separated pass names (default: none, which prints the\n"
+        "                      parsed graph back)\n"
+        "  --print-after-all   print the graph to standard error after each pass that\n"
+        "                      changed it\n"
+        "  --no-verify         do not verify the input or the graph after each pass\n"
+        "  -h, --help          show this message\n\n"
+        "passes:\n";
+  for (const passes::PassInfo& p : passes::all_passes())
+    os << "  " << p.name << std::string(p.name.size() < 20 ? 20 - p.name.size() : 1, ' ')
+       << p.summary << "\n";
+}
+
+}  // namespace
+
+std::string read_input(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::is_directory(path, ec), "cannot read '{}': it is a directory", path);
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in.good(), "cannot open '{}'", path);
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int opt_command(const std::vector<std::string>& args) {
+  std::string file;
+  std::vector<std::string> pass_names;
+  bool print_after_all = false;
+  bool verify = true;
+  for (const std::string& a : args) {
+    if (a == "-h" || a == "--help") {
+      opt_usage(std::cout);
+      return 0;
+    }
+    if (a.rfind("--passes=", 0) == 0) {
+      std::vector<std::string> more = passes::split_pass_list(a.substr(9));
+      pass_names.insert(pass_names.end(), more.begin(), more.end());
+    } else if (a == "--print-after-all") {
+      print_after_all = true;
+    } else if (a == "--no-verify") {
+      verify = false;
+    } else if (a.size() > 1 && a[0] == '-') {
+      std::cerr << "kiln opt: unknown option '" << a << "'\n\n";
+      opt_usage(std::cerr);
+      return 2;
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      std::cerr << "kiln opt: more than one input file ('" << file << "' and '" << a << "')\n";
+      return 2;
+    }
+  }
+  if (file.empty()) {
+    std::cerr << "kiln opt: no input file\n\n";
+    opt_usage(std::cerr);
+    return 2;
+  }
+  try {
+    std::shared_ptr<ir::Graph> graph = ir::parse(read_input(file));
+    if (verify) ir::verify(*graph);
+    passes::PassContext ctx;
+    ctx.out = &std::cout;
+    passes::PassRunOptions options;
+    options.verify_each = verify;
+    if (print_after_all) {
+      options.after_change = [](const passes::PassInfo& p, const ir::Graph& g) {
+        std::cerr << "// ----- after " << p.name << " -----\n" << g.str();
+      };
+    }
+    passes::run_passes(*graph, pass_names, ctx, options);
+    std::cout << graph->str();
+  } catch (const Error& e) {
+    std::cerr << "kiln opt: " << file << ": error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,97 @@
+#include "kiln/runtime/api/linalg_ops.h"
+
+#include "kiln/runtime/api/pointwise_ops.h"
+
+#include "kiln/base/call_site.h"
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/kernels/view_attrs.h"
+#include "kiln/runtime/op_table.h"
+
+namespace kiln {
+
+Tensor mm(const Tensor& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("mm"), {a, b}, NoAttrs{});
+}
+Tensor bmm(const Tensor& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("bmm"), {a, b}, NoAttrs{});
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
+  int64_t da = a.dim(), db = b.dim();
+  KILN_CHECK(da >= 1 && db >= 1,
+             "matmul: both arguments need at least 1 dimension, got shapes {} and {}",
+             shape_str(a.sizes()), shape_str(b.sizes()));
+  // The inner dims must agree; checked here so that the message names matmul and the shapes
+  // the user passed, not the internal mm/bmm call on reshaped operands.
+  int64_t k_a = a.size(-1), k_b = db == 1 ? b.size(0) : b.size(-2);
+  KILN_CHECK(k_a == k_b,
+             "matmul: shapes {} and {} cannot be multiplied (inner dimensions {} and {} differ)",
+             shape_str(a.sizes()), shape_str(b.sizes()), k_a, k_b);
+  if (da == 1 && db == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).view({});
+  if (da == 2 && db == 2) return mm(a, b);
+  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
+  // [..., n, k] @ [k, m] folds the batch dims into the rows of one mm (as torch does) when
+  // that needs no copy of `a`; a single large gemm beats a loop of small ones.
+  if (da >= 3 && db == 2 && a.numel() > 0) {
+    int64_t k = a.size(-1);
+    Shape rows_shape{-1, k};
+    if (view_strides(a.sizes(), a.strides(), infer_size("matmul", rows_shape, a.numel()))) {
+      Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
+      out_shape.push_back(b.size(1));
+      return mm(a.reshape(rows_shape), b).view(out_shape);
+    }
+  }
+  // Batched: a 1-D operand gains a matrix dim that is dropped from the result afterwards.
+  Tensor a3 = da == 1 ? a.unsqueeze(0) : a;
+  Tensor b3 = db == 1 ? b.unsqueeze(1) : b;
+  int64_t n = a3.size(-2), k = a3.size(-1), m = b3.size(-1);
+  Shape batch_a(a3.sizes().begin(), a3.sizes().end() - 2);
+  Shape batch_b(b3.sizes().begin(), b3.sizes().end() - 2);
+  Shape batch = broadcast_shapes("matmul", batch_a, batch_b);
+  int64_t batch_numel = shape_numel(batch);
+  Shape a_full = batch, b_full = batch;
+  a_full.insert(a_full.end(), {n, k});
+  b_full.insert(b_full.end(), {k, m});
+  Tensor out = bmm(a3.expand(a_full).reshape({batch_numel, n, k}),
+                   b3.expand(b_full).reshape({batch_numel, k, m}));
+  Shape out_shape = batch;
+  if (da > 1) out_shape.push_back(n);
+  if (db > 1) out_shape.push_back(m);
+  return out.view(out_shape);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
+              std::source_location loc) {
+  CallSiteScope site(loc);
+  KILN_CHECK(weight.dim() == 1 || weight.dim() == 2,
+             "linear: weight must be 1-D or 2-D, got shape {} (input shape {})",
+             shape_str(weight.sizes()), shape_str(x.sizes()));
+  int64_t in_features = weight.size(-1);
+  KILN_CHECK(x.dim() >= 1 && x.size(-1) == in_features,
+             "linear: input of shape {} does not match weight of shape {} (expected the input's "
+             "last dimension to be {})",
+             shape_str(x.sizes()), shape_str(weight.sizes()), in_features);
+  if (bias.has_value() && bias->defined()) {
+    int64_t out_features = weight.dim() == 2 ? weight.size(0) : 1;
+    bool fits = bias->dim() == 0 ||
+                (bias->dim() == 1 && (bias->size(0) == out_features || bias->size(0) == 1));
+    if (!((fits && weight.dim() == 2) || bias->dim() == 0)) {
+      Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+      if (weight.dim() == 2) out_shape.push_back(out_features);
+      KILN_ERROR(
+          "linear: bias of shape {} does not match the output of shape {} (input {}, weight {}); "
+          "expected a bias of shape [{}]",
+          shape_str(bias->sizes()), shape_str(out_shape), shape_str(x.sizes()),
+          shape_str(weight.sizes()), out_features);
+    }
+  }
+  Tensor out = matmul(x, weight.t());
+  if (bias.has_value() && bias->defined()) return add(out, *bias);
+  return out;
+}
+
+}  // namespace kiln

@@ -1,9 +1,0 @@
-#include "kiln/runtime/error.h"
-
-namespace kiln::detail {
-
-void throw_error(std::string message) {
-  throw Error(std::move(message));
-}
-
-}  // namespace kiln::detail
