@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "kiln/frontend/autograd.h"
-#include "kiln/frontend/factories.h"
+#include "kiln/runtime/api/autograd.h"
+#include "kiln/runtime/api/factories.h"
 
 namespace kiln::autograd {
 namespace {
@@ -142,10 +142,10 @@ bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
   GradcheckFn first_order = [&fn, &outs, n](const std::vector<Tensor>& all) {
     std::vector<Tensor> ins(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
     std::vector<Tensor> vs(all.begin() + static_cast<std::ptrdiff_t>(n), all.end());
-    std::vector<Tensor> outputs = fn(ins);
+    std::vector<Tensor> inner = fn(ins);
     std::vector<Tensor> diff_outs, diff_ins;
     for (size_t o : outs)
-      diff_outs.push_back(outputs[o]);
+      diff_outs.push_back(inner[o]);
     for (const Tensor& t : ins)
       if (t.defined() && t.requires_grad()) diff_ins.push_back(t);
     std::vector<Tensor> g = grad(diff_outs, diff_ins, vs, /*retain_graph=*/true,
