@@ -412,7 +412,7 @@ class Emitter {
       ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), v}));
     };
     hint("llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(b_.getTrue()));
-    if (has_accumulate(s.body))
+    if (has_accumulate(k_, s.body))
       hint("llvm.loop.interleave.count", llvm::ConstantAsMetadata::get(b_.getInt32(4)));
     // The vectorizer sizes a loop by its widest type, so a float32 row summed in float64 would
     // run its float32 math (exp, say) at half the lanes; a full register of float32 lanes

@@ -1,12 +1,12 @@
 #include "kiln/codegen/llvm/llvm_loop_analysis.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
 
 #include "kiln/kernel_ir/kernel_ir_rules.h"
+#include "kiln/kernel_ir/kernel_visitor.h"
 
 namespace kiln::codegen::llvm_backend {
 namespace {
@@ -17,64 +17,32 @@ using kir::LoopKind;
 using kir::Stmt;
 using kir::StmtKind;
 
-// Calls f(expr) once for each expression reachable from `pending`, operands included.
-template <class F>
-void for_each_reachable(const kir::Kernel& k, std::vector<ExprId> pending, const F& f) {
-  std::vector<uint8_t> seen(k.exprs.size(), 0);
-  while (!pending.empty()) {
-    ExprId e = pending.back();
-    pending.pop_back();
-    if (seen[static_cast<size_t>(e)]++) continue;
-    const kir::Expr& x = k.exprs[static_cast<size_t>(e)];
-    f(x);
-    for (int i = 0; i < kir::expr_arity(x.kind); ++i)
-      pending.push_back(x.args[i]);
+// The accumulates of a statement list: whether there are any, and whether one is into float64.
+class FindAccumulates : public kir::Visitor {
+ public:
+  using Visitor::Visitor;
+  void visit_accumulate(const Stmt& s) override {
+    any = true;
+    if (kernel().vars[static_cast<size_t>(s.var)].dtype == kFloat64) into_f64 = true;
   }
-}
-
-template <class F>
-void for_each_expr_of(const kir::Kernel& k, ExprId root, const F& f) {
-  for_each_reachable(k, {root}, f);
-}
-
-// Calls f(expr) once for each expression that the statements of `body` (and the blocks in them)
-// use, operands included.
-template <class F>
-void for_each_expr(const kir::Kernel& k, const std::vector<Stmt>& body, const F& f) {
-  std::vector<ExprId> roots;
-  std::function<void(const std::vector<Stmt>&)> collect = [&](const std::vector<Stmt>& b) {
-    for (const Stmt& s : b) {
-      for (ExprId e : {s.value, s.index, s.cond})
-        if (e != kir::kNoExpr) roots.push_back(e);
-      collect(s.body);
-      collect(s.else_body);
-    }
-  };
-  collect(body);
-  for_each_reachable(k, std::move(roots), f);
-}
+  bool any = false;
+  bool into_f64 = false;
+};
 
 }  // namespace
 
-bool has_accumulate(const std::vector<Stmt>& body) {
-  for (const Stmt& s : body) {
-    if (s.kind == StmtKind::Accumulate) return true;
-    if (has_accumulate(s.body) || has_accumulate(s.else_body)) return true;
-  }
-  return false;
+bool has_accumulate(const kir::Kernel& k, const std::vector<Stmt>& body) {
+  FindAccumulates find(k);
+  find.visit_block(body);
+  return find.any;
 }
 
 bool widens_into_f64(const kir::Kernel& k, const std::vector<Stmt>& body) {
-  std::function<bool(const std::vector<Stmt>&)> f64_acc = [&](const std::vector<Stmt>& b) {
-    return std::any_of(b.begin(), b.end(), [&](const Stmt& s) {
-      return (s.kind == StmtKind::Accumulate &&
-              k.vars[static_cast<size_t>(s.var)].dtype == kFloat64) ||
-             f64_acc(s.body) || f64_acc(s.else_body);
-    });
-  };
-  if (!f64_acc(body)) return false;
+  FindAccumulates find(k);
+  find.visit_block(body);
+  if (!find.into_f64) return false;
   bool narrow_load = false;
-  for_each_expr(k, body, [&](const kir::Expr& x) {
+  kir::for_each_expr(k, body, [&](ExprId, const kir::Expr& x) {
     if (x.kind == ExprKind::Load && is_floating(x.dtype) && element_size(x.dtype) <= 4)
       narrow_load = true;
   });
@@ -88,7 +56,7 @@ std::vector<std::pair<const Stmt*, RowPrefetch>> plan_row_prefetches(const kir::
   for (const Stmt& s : outer.body) {
     if (s.kind != StmtKind::Loop || s.loop_kind != LoopKind::Vector) continue;
     std::map<kir::BufferId, ExprId> rows;  // the first row load of each input
-    for_each_expr(k, s.body, [&](const kir::Expr& x) {
+    kir::for_each_expr(k, s.body, [&](ExprId, const kir::Expr& x) {
       if (x.kind == ExprKind::Load && !k.buffers[static_cast<size_t>(x.buffer)].output &&
           kir::reads_var(k, x.args[0], outer.var) && kir::reads_var(k, x.args[0], s.var))
         rows.try_emplace(x.buffer, x.args[0]);
@@ -97,7 +65,7 @@ std::vector<std::pair<const Stmt*, RowPrefetch>> plan_row_prefetches(const kir::
       if (++walks[buffer] != 2) continue;
       // The index is evaluated before the walk, so it may read only the two loop variables.
       bool only_loop_vars = true;
-      for_each_expr_of(k, index, [&](const kir::Expr& x) {
+      kir::for_each_expr(k, index, [&](ExprId, const kir::Expr& x) {
         if (x.kind == ExprKind::Var && x.var != outer.var && x.var != s.var) only_loop_vars = false;
       });
       std::optional<int64_t> step = kir::affine_coefficient(k, index, outer.var);

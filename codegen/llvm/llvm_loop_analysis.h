@@ -11,7 +11,7 @@
 namespace kiln::codegen::llvm_backend {
 
 // Whether `body` (or a block in it) accumulates.
-bool has_accumulate(const std::vector<kir::Stmt>& body);
+bool has_accumulate(const kir::Kernel& k, const std::vector<kir::Stmt>& body);
 
 // Whether `body` accumulates into a float64 variable values loaded as 32 bits or narrower: a
 // float32 sum that Note [Fused reduction accuracy] keeps in float64.
