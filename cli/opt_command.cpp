@@ -10,6 +10,10 @@
 #include "kiln/ir/graph.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/verifier.h"
+#include "kiln/kernel_ir/kernel_parser.h"
+#include "kiln/kernel_ir/kernel_passes.h"
+#include "kiln/kernel_ir/kernel_printer.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
 #include "kiln/passes/pass_manager.h"
 
 namespace kiln::cli {
@@ -18,7 +22,8 @@ namespace {
 void opt_usage(std::ostream& os) {
   os << "usage: kiln opt FILE [--passes=a,b,...] [--print-after-all] [--no-verify]\n\n"
         "Parses the text IR in FILE ('-' for standard input), verifies it, runs the passes in\n"
-        "order and prints the resulting graph to standard output.\n\n"
+        "order and prints the resulting graph to standard output. When FILE holds kernel IR\n"
+        "(it starts with 'kernel'), the kernel-IR passes run on each kernel instead.\n\n"
         "options:\n"
         "  --passes=LIST       comma-separated pass names (default: none, which prints the\n"
         "                      parsed graph back)\n"
@@ -30,6 +35,35 @@ void opt_usage(std::ostream& os) {
   for (const passes::PassInfo& p : passes::all_passes())
     os << "  " << p.name << std::string(p.name.size() < 20 ? 20 - p.name.size() : 1, ' ')
        << p.summary << "\n";
+  os << "\nkernel-IR passes:\n";
+  for (const kir::KernelPass& p : kir::kernel_passes())
+    os << "  " << p.name << std::string(p.name.size() < 20 ? 20 - p.name.size() : 1, ' ')
+       << p.summary << "\n";
+}
+
+// Kernel-IR text: each kernel parsed, verified, run through the kernel passes and printed.
+void opt_kernels(const std::string& text, const std::vector<std::string>& pass_names, bool verify,
+                 bool print_after_all) {
+  std::vector<const kir::KernelPass*> chosen;
+  for (const std::string& name : pass_names) {
+    const kir::KernelPass* p = kir::find_kernel_pass(name);
+    if (p == nullptr) {
+      std::string known;
+      for (const kir::KernelPass& k : kir::kernel_passes())
+        known += (known.empty() ? "" : ", ") + std::string(k.name);
+      KILN_ERROR("unknown kernel-IR pass '{}' (kernel-IR passes: {})", name, known);
+    }
+    chosen.push_back(p);
+  }
+  for (kir::Kernel& k : kir::parse_kernels(text)) {
+    if (verify) kir::verify(k);
+    for (const kir::KernelPass* p : chosen) {
+      bool changed = p->run(k);
+      if (verify) kir::verify(k);
+      if (changed && print_after_all) std::cerr << "// ----- after " << p->name << " -----\n" << k;
+    }
+    std::cout << k;
+  }
 }
 
 }  // namespace
@@ -82,7 +116,12 @@ int opt_command(const std::vector<std::string>& args) {
     return 2;
   }
   try {
-    std::shared_ptr<ir::Graph> graph = ir::parse(read_input(file));
+    std::string text = read_input(file);
+    if (kir::looks_like_kernel_ir(text)) {
+      opt_kernels(text, pass_names, verify, print_after_all);
+      return 0;
+    }
+    std::shared_ptr<ir::Graph> graph = ir::parse(text);
     if (verify) ir::verify(*graph);
     passes::PassContext ctx;
     ctx.out = &std::cout;

@@ -169,6 +169,9 @@ class Builder {
   ExprId binary(BinaryOp op, ExprId a, ExprId b);
   ExprId select(ExprId c, ExprId a, ExprId b);
   ExprId cast(ExprId a, DType dtype);  // no node when a already has dtype
+  // `e` appended as given: checked like every expression, but neither folded nor reordered
+  // (for the text parser, which must build what the text says).
+  ExprId raw(const Expr& e) { return add(e); }
 
   const Expr& expr(ExprId e) const { return k_->exprs.at(static_cast<size_t>(e)); }
   DType dtype(ExprId e) const { return expr(e).dtype; }

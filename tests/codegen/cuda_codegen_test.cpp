@@ -5,6 +5,8 @@
 // (issue 9's GPU tests); the emitted text is pinned by the golden tests tests/passes/cuda_*.ir.
 #include <gtest/gtest.h>
 
+#include "codegen/lowering_util.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -27,20 +29,8 @@ namespace fs = std::filesystem;
 namespace cuda = kiln::codegen::cuda;
 using kiln::kir::Kernel;
 
-std::vector<Kernel> kernels_of(const kiln::ir::Graph& g) {
-  std::vector<Kernel> out;
-  for (const kiln::ir::Node* n : g.nodes())
-    if (n->kind() == kiln::ir::NodeKind::FusionGroup && n->fusion_group().kernel)
-      out.push_back(*n->fusion_group().kernel);
-  return out;
-}
-
-std::vector<Kernel> fuse_and_lower(const std::string& text) {
-  std::shared_ptr<kiln::ir::Graph> g = kiln::ir::parse(text);
-  kiln::passes::PassContext ctx;
-  kiln::passes::run_passes(*g, {"fuse", "lower"}, ctx);
-  return kernels_of(*g);
-}
+using kiln_test::fuse_and_lower;
+using kiln_test::kernels_of;
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);

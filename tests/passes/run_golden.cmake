@@ -1,4 +1,5 @@
-# One golden IR test: `kiln opt INPUT --passes=...` must print EXPECTED exactly (DESIGN.md,
+# One golden IR test: `kiln opt INPUT --passes=...` must print EXPECTED exactly. INPUT is graph
+# IR (NAME.ir, expected NAME.expected.ir) or kernel IR (NAME.kir, expected NAME.expected.kir). (DESIGN.md,
 # testing layer 2). The passes come from the input's first line, "# passes: a,b". An optional
 # second line "# flags: ..." adds options: "# flags: --no-verify" lets a test start from IR whose
 # types are wrong on purpose (end its pass list with `verify` to check the result). When an
@@ -26,7 +27,8 @@ endif()
 execute_process(COMMAND ${KILN} opt ${INPUT} --passes=${passes} ${flags}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 
-string(REGEX REPLACE "\\.ir$" "" stem "${INPUT}")
+string(REGEX MATCH "\\.k?ir$" ext "${INPUT}")
+string(REGEX REPLACE "\\.k?ir$" "" stem "${INPUT}")
 if(EXISTS ${stem}.error)
   file(READ ${stem}.error want)
   string(STRIP "${want}" want)
@@ -43,10 +45,11 @@ endif()
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "kiln opt failed (exit ${rc}):\n${err}")
 endif()
-file(READ ${stem}.expected.ir want)
+file(READ ${stem}.expected${ext} want)
 if(NOT out STREQUAL want)
   get_filename_component(name ${stem} NAME)
-  file(WRITE ${WORK}/${name}.actual.ir "${out}")
-  execute_process(COMMAND diff -u ${stem}.expected.ir ${WORK}/${name}.actual.ir OUTPUT_VARIABLE d)
-  message(FATAL_ERROR "output differs from ${stem}.expected.ir:\n${d}")
+  file(WRITE ${WORK}/${name}.actual${ext} "${out}")
+  execute_process(COMMAND diff -u ${stem}.expected${ext} ${WORK}/${name}.actual${ext}
+                  OUTPUT_VARIABLE d)
+  message(FATAL_ERROR "output differs from ${stem}.expected${ext}:\n${d}")
 endif()
