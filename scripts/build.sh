@@ -11,6 +11,8 @@ export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 # Paths under the checkout are hashed relative to it, so a fresh clone elsewhere (as CI makes)
 # still hits the cache.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+# The test suites use precompiled headers, which ccache caches only with these relaxations.
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 # Two jobs on the two-core machines this project is built on; more only where there are more.
 # shellcheck disable=SC2086 # the targets are a word list
