@@ -13,7 +13,10 @@
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
+#include <dlfcn.h>
+
 #include <climits>
+#include <string>
 #include <unordered_map>
 
 #include "kiln/base/cuda/cuda_stream.h"
@@ -41,9 +44,57 @@ namespace kiln {
 #if KILN_WITH_CUDA
 namespace {
 
+// Note [cuBLAS loaded on first use]
+// cuBLAS is loaded with dlopen by the first CUDA product, not linked: linking it costs every
+// process that starts ~0.1 s and ~200 MB (libcublas pulls in the 500 MB libcublasLt), which
+// every CPU-only program and every test process paid. The handle stays open for the process.
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  // Spelled out: the header overloads this name for C++.
+  using GemmStridedBatchedEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t,
+                                                  cublasOperation_t, int, int, int, const void*,
+                                                  const void*, cudaDataType, int, long long,
+                                                  const void*, cudaDataType, int, long long,
+                                                  const void*, void*, cudaDataType, int, long long,
+                                                  int, cublasComputeType_t, cublasGemmAlgo_t);
+  GemmStridedBatchedEx gemm_strided_batched_ex = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
+  std::string error;  // why it could not be loaded; empty when it was
+
+  Cublas() {
+    // The soname of the toolkit Kiln was built with, then the library CMake found.
+    std::string soname = fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR);
+    void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) handle = dlopen(KILN_CUBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* e = dlerror();
+      error = fmt::format("cannot load cuBLAS ({} or {}): {}", soname, KILN_CUBLAS_LIBRARY,
+                          e != nullptr ? e : "not found");
+      return;
+    }
+    auto resolve = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
+      if (fn == nullptr && error.empty()) error = fmt::format("{} has no {}", soname, name);
+    };
+    resolve(create, "cublasCreate_v2");
+    resolve(set_stream, "cublasSetStream_v2");
+    resolve(set_math_mode, "cublasSetMathMode");
+    resolve(gemm_strided_batched_ex, "cublasGemmStridedBatchedEx");
+    resolve(status_string, "cublasGetStatusString");
+  }
+};
+
+const Cublas& cublas(std::string_view what) {
+  static const Cublas api;
+  KILN_CHECK(api.error.empty(), "{}: {}", what, api.error);
+  return api;
+}
+
 void check_cublas(cublasStatus_t status, std::string_view what) {
-  KILN_CHECK(status == CUBLAS_STATUS_SUCCESS, "{}: {} ({})", what, cublasGetStatusString(status),
-             static_cast<int>(status));
+  KILN_CHECK(status == CUBLAS_STATUS_SUCCESS, "{}: {} ({})", what,
+             cublas(what).status_string(status), static_cast<int>(status));
 }
 
 // One handle per thread and device: a cuBLAS handle must not be used by two threads at once.
@@ -53,12 +104,14 @@ cublasHandle_t handle_for(int device) {
   auto it = handles.find(device);
   if (it != handles.end()) return it->second;
   cublasHandle_t h = nullptr;
-  check_cublas(cublasCreate(&h), fmt::format("cublasCreate on cuda:{}", device));
+  std::string what = fmt::format("cublasCreate on cuda:{}", device);
+  check_cublas(cublas(what).create(&h), what);
   // float16/bfloat16 products reduce in float32 throughout, as the CPU kernel's (cuBLAS may
   // otherwise reduce split-K partial sums in the output's precision).
-  check_cublas(cublasSetMathMode(
-                   h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
-                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+  check_cublas(cublas("cublasSetMathMode")
+                   .set_math_mode(h, static_cast<cublasMath_t>(
+                                         CUBLAS_DEFAULT_MATH |
+                                         CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
                fmt::format("cublasSetMathMode on cuda:{}", device));
   return handles.emplace(device, h).first->second;
 }
@@ -138,11 +191,12 @@ void batched_gemm(const OpDef& op, const Tensor& a_in, const Tensor& b_in, const
   cuda::DeviceGuard guard(device);
   cublasHandle_t h = handle_for(device);
   auto stream = static_cast<cudaStream_t>(cuda::current_stream(device).handle());
-  check_cublas(cublasSetStream(h, stream), fmt::format("{}: cublasSetStream", op.name));
+  const Cublas& api = cublas(op.name);
+  check_cublas(api.set_stream(h, stream), fmt::format("{}: cublasSetStream", op.name));
   // Column-major: C^T [n, m] = B^T [n, k] A^T [k, m]; the row-major operands are those
   // transposes already, so B goes first.
   check_cublas(
-      cublasGemmStridedBatchedEx(
+      api.gemm_strided_batched_ex(
           h, pb.op, pa.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), alpha,
           pb.t.impl()->data(), dt, static_cast<int>(pb.ld), pb.t.stride(0), pa.t.impl()->data(), dt,
           static_cast<int>(pa.ld), pa.t.stride(0), beta, out.impl()->data(), dt,
@@ -173,3 +227,20 @@ void register_cuda_linalg_kernels(OpTable&) {}
 #endif
 
 }  // namespace kiln
+
+namespace kiln::cuda {
+
+std::string cublas_load_error() {
+#if KILN_WITH_CUDA
+  try {
+    cublas("cuBLAS");
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+#else
+  return "this build has no CUDA backend (KILN_WITH_CUDA=OFF)";
+#endif
+}
+
+}  // namespace kiln::cuda

@@ -3,7 +3,13 @@
 // (cuda_kernels.h).
 #pragma once
 
+#include <string>
+
 namespace kiln::cuda {
+
+// Loads cuBLAS if it is not loaded yet (Note [cuBLAS loaded on first use]) and returns why it
+// could not be, or "" when it is ready. Needs no device. In a build without CUDA: the reason.
+std::string cublas_load_error();
 
 // Whether float32 products may round their inputs to TF32 on tensor cores (about 10 bits of
 // mantissa, several times the throughput on Ampere and later). Off by default, so float32

@@ -11,6 +11,7 @@
 #include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/cuda/cublas_matmul.h"
 #include "kiln/runtime/cuda/cuda_allocator.h"
 #include "kiln/runtime/cuda/cuda_copy.h"
 #include "kiln/runtime/op_table.h"
@@ -36,6 +37,15 @@ TEST(CudaRuntimeWithoutDevice, EveryEntryPointNamesTheReason) {
   expect_reason([] { kiln::cuda::Event e(0); }, "Event");
   expect_reason([] { kiln::empty({4}, Device::cuda(0)); }, "empty on cuda");
   kiln::cuda_empty_cache();  // nothing to release: a no-op, not an error
+}
+
+// cuBLAS is loaded by the first CUDA product, not at start-up; loading it needs no device.
+TEST(CudaRuntimeWithoutDevice, CublasLoadsOnFirstUseWithoutADevice) {
+#if KILN_WITH_CUDA
+  EXPECT_EQ(kiln::cuda::cublas_load_error(), "");
+#else
+  EXPECT_NE(kiln::cuda::cublas_load_error(), "");
+#endif
 }
 
 TEST(CudaRuntime, RoundTripsKeepEveryValueAndDtype) {
