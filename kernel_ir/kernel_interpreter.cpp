@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kiln/kernel_ir/kernel_passes.h"
+
 #include "kiln/base/dtype.h"
 #include "kiln/base/error.h"
 #include "kiln/base/thread_pool.h"
@@ -280,7 +282,20 @@ class Executor {
 
 }  // namespace
 
-void run_kernel(const Kernel& kernel, std::span<const BoundBuffer> buffers) {
+void run_kernel(const Kernel& kernel, std::span<const BoundBuffer> buffers,
+                std::span<const int64_t> sizes) {
+  if (!kernel.sizes().empty() || !sizes.empty()) {
+    // Note [Size parameters]: the launch's sizes make the kernel static, and the bound
+    // buffers' extents make its indices checkable.
+    KILN_CHECK(buffers.size() == kernel.buffers.size(),
+               "kernel-IR interpreter: kernel {} takes {} buffers, got {}", kernel.name,
+               kernel.buffers.size(), buffers.size());
+    std::vector<int64_t> extents;
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (kernel.buffers[i].extent == kRuntimeExtent) extents.push_back(buffers[i].extent);
+    Kernel fixed = specialize_sizes(kernel, sizes, extents);
+    return run_kernel(fixed, buffers);
+  }
   verify(kernel);
   KILN_CHECK(buffers.size() == kernel.buffers.size(),
              "kernel-IR interpreter: kernel {} takes {} buffers, got {}", kernel.name,

@@ -135,8 +135,9 @@ ExprId Builder::add(Expr e) {
 }
 
 BufferId Builder::buffer(std::string name, DType dtype, bool output, int64_t extent) {
-  KILN_CHECK(extent >= 0, "kernel IR builder (kernel {}): buffer {} has negative extent {}",
-             k_->name, name, extent);
+  KILN_CHECK(extent >= 0 || extent == kRuntimeExtent,
+             "kernel IR builder (kernel {}): buffer {} has negative extent {}", k_->name, name,
+             extent);
   Buffer b{unique_name(k_->buffers, std::move(name)), dtype, output, extent};
   k_->buffers.push_back(std::move(b));
   return static_cast<BufferId>(k_->buffers.size() - 1);
@@ -146,6 +147,72 @@ VarId Builder::var(std::string name, DType dtype) {
   Var v{unique_name(k_->vars, std::move(name)), dtype};
   k_->vars.push_back(std::move(v));
   return static_cast<VarId>(k_->vars.size() - 1);
+}
+
+namespace stmt {
+Stmt loop(VarId var, int64_t extent, std::vector<Stmt> body, LoopKind kind) {
+  Stmt s;
+  s.kind = StmtKind::Loop;
+  s.var = var;
+  s.extent = extent;
+  s.loop_kind = kind;
+  s.body = std::move(body);
+  return s;
+}
+Stmt sized_loop(VarId var, VarId size, std::vector<Stmt> body, LoopKind kind) {
+  Stmt s = loop(var, 0, std::move(body), kind);
+  s.extent_size = size;
+  return s;
+}
+Stmt store(BufferId buffer, ExprId index, ExprId value) {
+  Stmt s;
+  s.kind = StmtKind::Store;
+  s.buffer = buffer;
+  s.index = index;
+  s.value = value;
+  return s;
+}
+Stmt let(VarId var, ExprId value) {
+  Stmt s;
+  s.kind = StmtKind::Let;
+  s.var = var;
+  s.value = value;
+  return s;
+}
+Stmt accumulator(VarId var, ReduceOp op) {
+  Stmt s;
+  s.kind = StmtKind::Accumulator;
+  s.var = var;
+  s.reduce = op;
+  return s;
+}
+Stmt accumulate(VarId var, ReduceOp op, ExprId value) {
+  Stmt s = accumulator(var, op);
+  s.kind = StmtKind::Accumulate;
+  s.value = value;
+  return s;
+}
+Stmt if_(ExprId cond, std::vector<Stmt> body, std::vector<Stmt> else_body) {
+  Stmt s;
+  s.kind = StmtKind::If;
+  s.cond = cond;
+  s.body = std::move(body);
+  s.else_body = std::move(else_body);
+  return s;
+}
+}  // namespace stmt
+
+VarId Builder::size(std::string name) {
+  VarId v = var(std::move(name), kInt64);
+  k_->vars[static_cast<size_t>(v)].size = true;
+  return v;
+}
+
+std::vector<VarId> Kernel::sizes() const {
+  std::vector<VarId> out;
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].size) out.push_back(static_cast<VarId>(i));
+  return out;
 }
 
 ExprId Builder::constant(double v, DType dtype) {

@@ -5,8 +5,9 @@
 // emitter.
 //
 // Note [Kernel IR]
-// - Sizes are static: a loop's extent is a constant, and so is every stride and offset inside an
-//   index expression (Note [Static shapes] in ir/type.h).
+// - Sizes are static unless the kernel declares size parameters (Note [Size parameters]): a
+//   loop's extent is a constant, and so is every stride and offset inside an index expression
+//   (Note [Static shapes] in ir/type.h).
 // - A buffer is addressed in elements from the tensor's first element (its data pointer, storage
 //   offset included); index expressions are Int64 and built from loop variables and constants,
 //   so a kernel reads any strided layout, broadcasts (stride 0) included.
@@ -115,8 +116,9 @@ enum class StmtKind : uint8_t {
 
 struct Stmt {
   StmtKind kind = StmtKind::Store;
-  VarId var = -1;      // Loop, Let, Accumulator, Accumulate
-  int64_t extent = 0;  // Loop
+  VarId var = -1;          // Loop, Let, Accumulator, Accumulate
+  int64_t extent = 0;      // Loop
+  VarId extent_size = -1;  // Loop: when set, a size parameter giving the extent at launch
   LoopKind loop_kind = LoopKind::Serial;
   BufferId buffer = -1;             // Store
   ExprId index = kNoExpr;           // Store
@@ -131,12 +133,25 @@ struct Buffer {
   std::string name;
   DType dtype = kFloat32;
   bool output = false;  // written by the kernel; inputs are only read
-  int64_t extent = 0;   // elements addressable from the first one (the verifier's bound)
+  // Elements addressable from the first one (the verifier's bound), or kRuntimeExtent in a
+  // kernel with size parameters: bound at launch.
+  int64_t extent = 0;
 };
+inline constexpr int64_t kRuntimeExtent = -1;
 
+// Note [Size parameters]
+// A kernel that runs at many sizes declares them as size parameters: Int64 variables bound at
+// launch (after the buffers, in declaration order), in scope everywhere and defined by no
+// statement. A loop's extent may be one (Stmt::extent_size) and index expressions may read them;
+// buffers then have kRuntimeExtent. The verifier checks such a kernel's structure alone, and
+// its index bounds once sizes and buffer extents are known (verify with a LaunchSizes, as the
+// interpreter does on every run). The CUDA emitter takes the sizes as kernel arguments (the
+// shape-generic eager kernels, Note [Row programs]); specialize_sizes (kernel_passes.h) turns
+// such a kernel into a static one for the backends that compile per shape.
 struct Var {
   std::string name;
   DType dtype = kInt64;
+  bool size = false;  // a size parameter
 };
 
 struct Kernel {
@@ -147,7 +162,23 @@ struct Kernel {
   std::vector<Stmt> body;
 
   std::string str() const;  // the kernel-IR text (kernel_printer.h)
+  // The size parameters in launch order.
+  std::vector<VarId> sizes() const;
 };
+
+// ---- statements ----
+
+// Constructors for the statements, which are plain structs (`Stmt s; s.kind = ...` works too).
+namespace stmt {
+Stmt loop(VarId var, int64_t extent, std::vector<Stmt> body, LoopKind kind = LoopKind::Serial);
+// A loop that runs to the size parameter `size` (Note [Size parameters]).
+Stmt sized_loop(VarId var, VarId size, std::vector<Stmt> body, LoopKind kind = LoopKind::Serial);
+Stmt store(BufferId buffer, ExprId index, ExprId value);
+Stmt let(VarId var, ExprId value);
+Stmt accumulator(VarId var, ReduceOp op);
+Stmt accumulate(VarId var, ReduceOp op, ExprId value);
+Stmt if_(ExprId cond, std::vector<Stmt> body, std::vector<Stmt> else_body = {});
+}  // namespace stmt
 
 // ---- building ----
 
@@ -160,6 +191,7 @@ class Builder {
 
   BufferId buffer(std::string name, DType dtype, bool output, int64_t extent);
   VarId var(std::string name, DType dtype);
+  VarId size(std::string name);  // a size parameter (Note [Size parameters])
 
   ExprId constant(double v, DType dtype);  // converted to dtype as static_cast would
   ExprId iconstant(int64_t v, DType dtype = kInt64);

@@ -214,14 +214,27 @@ class Parser {
     buffers_.clear();
     temps_.clear();
     expect("(");
+    bool first = true;
     while (!at(")")) {
-      if (!k.buffers.empty()) expect(",");
+      if (!first) expect(",");
+      first = false;
       Buffer b;
       b.name = take(Tok::Name, "a buffer '%name'");
       expect(":");
+      if (at("size")) {  // a size parameter (Note [Size parameters])
+        advance();
+        VarId v = declare(b.name, kInt64);
+        k.vars[static_cast<size_t>(v)].size = true;
+        continue;
+      }
       b.dtype = dtype();
       expect("[");
-      b.extent = integer("the buffer's extent");
+      if (at("?")) {
+        advance();
+        b.extent = kRuntimeExtent;
+      } else {
+        b.extent = integer("the buffer's extent or '?'");
+      }
       expect("]");
       if (at("out")) {
         advance();
@@ -286,7 +299,11 @@ class Parser {
       expect("in");
       if (integer("0, the loop's start") != 0) fail("a loop starting at 0");
       expect("..");
-      s.extent = integer("the loop's extent");
+      if (tok_.kind == Tok::Name) {
+        s.extent_size = take_var();
+      } else {
+        s.extent = integer("the loop's extent or a size parameter");
+      }
       s.var = declare(name, kInt64);
       expect("{");
       s.body = block();

@@ -2,6 +2,7 @@
 // golden tests (tests/passes/*.kir), as the graph IR's passes are named in passes/.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -24,5 +25,12 @@ const KernelPass* find_kernel_pass(std::string_view name);
 // is never read (with its accumulates), and loops and ifs left with nothing in them; until
 // nothing more goes. Loads have no effects, so dropping one never changes a result.
 bool eliminate_dead_statements(Kernel& kernel);
+
+// `kernel` with its size parameters fixed (Note [Size parameters]): `sizes` in launch order
+// (Kernel::sizes()), each at least 0, and `buffer_extents` the extents of the buffers declared
+// with kRuntimeExtent, in buffer order (others keep theirs). Loops that run to a size of 0 are
+// dropped. The result has static sizes, so the verifier bounds every index of it.
+Kernel specialize_sizes(const Kernel& kernel, std::span<const int64_t> sizes,
+                        std::span<const int64_t> buffer_extents);
 
 }  // namespace kiln::kir

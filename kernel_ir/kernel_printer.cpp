@@ -170,8 +170,15 @@ class KernelPrinter {
     out_ += fmt::format("kernel {}(", k_.name);
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const Buffer& b = k_.buffers[i];
+      std::string extent = b.extent == kRuntimeExtent ? "?" : fmt::format("{}", b.extent);
       out_ += fmt::format("{}%{}: {}[{}]{}", i ? ", " : "", b.name, dtype_short_name(b.dtype),
-                          b.extent, b.output ? " out" : "");
+                          extent, b.output ? " out" : "");
+    }
+    // Size parameters after the buffers, as they are launched (Note [Size parameters]).
+    bool first = k_.buffers.empty();
+    for (VarId v : k_.sizes()) {
+      out_ += fmt::format("{}{}: size", first ? "" : ", ", var_name(v));
+      first = false;
     }
     out_ += ") {\n";
     block(k_.body, 1);
@@ -253,7 +260,9 @@ class KernelPrinter {
         std::string_view kind = s.loop_kind == LoopKind::Parallel ? "parallel "
                                 : s.loop_kind == LoopKind::Vector ? "vector "
                                                                   : "";
-        line(depth, fmt::format("{}for {} in 0..{} {{", kind, var_name(s.var), s.extent));
+        std::string extent =
+            s.extent_size >= 0 ? var_name(s.extent_size) : fmt::format("{}", s.extent);
+        line(depth, fmt::format("{}for {} in 0..{} {{", kind, var_name(s.var), extent));
         block(s.body, depth + 1);
         line(depth, "}");
         return;

@@ -36,6 +36,10 @@ class Verifier {
 
   void run() {
     check_names();
+    // Size parameters are defined at entry and in scope everywhere (Note [Size parameters]).
+    for (VarId v : k_.sizes())
+      vars_[static_cast<size_t>(v)] = {Scope::InScope, StmtKind::Let, ReduceOp::Sum, 0,
+                                       "the kernel's size parameters"};
     block(k_.body, "body");
   }
 
@@ -61,10 +65,15 @@ class Verifier {
   void check_names() {
     path_ = {"buffers"};
     std::unordered_set<std::string> names;
+    bool sized = !k_.sizes().empty();
     for (const Buffer& b : k_.buffers) {
       if (b.name.empty()) fail("a buffer has an empty name");
       if (!names.insert(b.name).second) fail(fmt::format("two buffers are named %{}", b.name));
-      if (b.extent < 0) fail(fmt::format("buffer %{} has negative extent {}", b.name, b.extent));
+      if (b.extent == kRuntimeExtent && !sized)
+        fail(fmt::format("buffer %{} has a runtime extent in a kernel without size parameters",
+                         b.name));
+      if (b.extent < 0 && b.extent != kRuntimeExtent)
+        fail(fmt::format("buffer %{} has negative extent {}", b.name, b.extent));
       if (!valid_dtype(b.dtype)) fail(fmt::format("buffer %{} has an unknown dtype", b.name));
     }
     names.clear();
@@ -73,6 +82,9 @@ class Verifier {
       if (v.name.empty()) fail("a variable has an empty name");
       if (!names.insert(v.name).second) fail(fmt::format("two variables are named %{}", v.name));
       if (!valid_dtype(v.dtype)) fail(fmt::format("variable %{} has an unknown dtype", v.name));
+      if (v.size && v.dtype != kInt64)
+        fail(fmt::format("size parameter %{} is {}; it must be i64", v.name,
+                         dtype_short_name(v.dtype)));
     }
     path_.clear();
   }
@@ -129,6 +141,8 @@ class Verifier {
 
   void check_index(ExprId index, BufferId buffer, std::string_view what) {
     const Buffer& b = k_.buffers[static_cast<size_t>(buffer)];
+    // Bounded at launch, where the sizes and the buffers' extents are known.
+    if (b.extent == kRuntimeExtent) return;
     const IndexRange& r = bounds_.range(index);
     if (!r.bounded()) {
       fail(fmt::format("index {} of {} %{} cannot be bounded: {}", quote(index), what, b.name,
@@ -246,12 +260,18 @@ class Verifier {
     if (v.dtype != kInt64)
       fail(fmt::format("loop index {} is {}; it must be i64", var_name(s.var),
                        dtype_short_name(v.dtype)));
-    if (s.extent <= 0)
+    if (s.extent_size >= 0) {
+      check_var_id(s.extent_size);
+      if (!k_.vars[static_cast<size_t>(s.extent_size)].size)
+        fail(fmt::format("loop {} runs to {}, which is not a size parameter", var_name(s.var),
+                         var_name(s.extent_size)));
+    } else if (s.extent <= 0) {
       fail(fmt::format("loop {} has extent {}; it must be positive", var_name(s.var), s.extent));
+    }
     if (s.loop_kind == LoopKind::Vector && contains_loop(s.body))
       fail(fmt::format("vector loop {} is not innermost: its body contains a loop",
                        var_name(s.var)));
-    bounds_.define(s.var, {0, s.extent - 1, {}});
+    if (s.extent_size < 0) bounds_.define(s.var, {0, s.extent - 1, {}});
     if (s.loop_kind == LoopKind::Parallel) parallel_.push_back(s.var);
     block(s.body, "body");
     if (s.loop_kind == LoopKind::Parallel) parallel_.pop_back();

@@ -30,6 +30,15 @@ BoundBuffer bind(const Kernel& k, size_t i, const Tensor& t, std::string_view wh
              "[{}], storage offset {}) has only {} elements from its first",
              who, k.name, b.name, b.extent, i, dtype_short_name(t.dtype()),
              fmt::join(t.sizes(), ", "), t.storage_offset(), addressable);
+  if (b.extent == kRuntimeExtent) {
+    // Note [Size parameters]: the buffer is what the tensor's own elements span, which the
+    // launch's bounds check holds the kernel to.
+    int64_t span = t.numel() == 0 ? 0 : 1;
+    for (int64_t d = 0; d < t.dim() && span > 0; ++d)
+      span += (t.size(d) - 1) * t.stride(d);
+    char* data = span > 0 ? static_cast<char*>(t.raw_data()) : nullptr;
+    return {data, b.dtype, span, t.impl()->storage().get()};
+  }
   char* data = b.extent > 0 ? static_cast<char*>(t.raw_data()) : nullptr;
   return {data, b.dtype, b.extent, t.impl()->storage().get()};
 }
@@ -47,10 +56,11 @@ std::vector<BoundBuffer> bind_arguments(const Kernel& kernel, std::span<const Te
   return buffers;
 }
 
-void run_kernel(const Kernel& kernel, std::span<const Tensor> args) {
+void run_kernel(const Kernel& kernel, std::span<const Tensor> args,
+                std::span<const int64_t> sizes) {
   // The buffer overload verifies the kernel; this one only binds.
   std::vector<BoundBuffer> buffers = bind_arguments(kernel, args, "kernel-IR interpreter");
-  run_kernel(kernel, std::span<const BoundBuffer>(buffers));
+  run_kernel(kernel, std::span<const BoundBuffer>(buffers), sizes);
 }
 
 }  // namespace kiln::kir

@@ -4,6 +4,7 @@
 // to the runtime.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -22,7 +23,10 @@ namespace kiln::kir {
 std::vector<BoundBuffer> bind_arguments(const Kernel& kernel, std::span<const Tensor> args,
                                         std::string_view who);
 
-// Runs `kernel` once in the kernel-IR interpreter on tensors bound as above.
-void run_kernel(const Kernel& kernel, std::span<const Tensor> args);
+// Runs `kernel` once in the kernel-IR interpreter on tensors bound as above; `sizes` are the
+// values of its size parameters (Note [Size parameters]), whose buffers of kRuntimeExtent
+// extend over their tensors' elements.
+void run_kernel(const Kernel& kernel, std::span<const Tensor> args,
+                std::span<const int64_t> sizes = {});
 
 }  // namespace kiln::kir

@@ -153,7 +153,7 @@ RowNest row_nest(const Stmt& top) {
 
 class Emitter {
  public:
-  explicit Emitter(const Kernel& k) : k_(k) {
+  explicit Emitter(const Kernel& k) : k_(k), sized_(!k.sizes().empty()) {
     reads_acc_.resize(k.exprs.size(), false);
     has_load_.resize(k.exprs.size(), false);
     walk(k.body, [&](const Stmt& s, int) {
@@ -211,12 +211,42 @@ class Emitter {
       params += fmt::format("{}{}* __restrict__ {}", b.output ? "" : "const ",
                             storage_type(b.dtype), buffer_name(b));
     }
+    // Note [Size parameters]: after the buffers, in order.
+    for (VarId v : k_.sizes())
+      params += fmt::format("{}const long long {}", params.empty() ? "" : ", ", var_name(v));
     return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block, sym,
                        params);
   }
 
   static std::string buffer_name(const kir::Buffer& b) { return cuda_buffer_name(b); }
   std::string var_name(VarId v) const { return cuda_var_name(k_.vars[static_cast<size_t>(v)]); }
+
+  // A loop's bound in a `long long` comparison.
+  std::string extent_limit(const Stmt& l) const {
+    return l.extent_size >= 0 ? var_name(l.extent_size) : fmt::format("{}ll", l.extent);
+  }
+
+  // The number of iterations of `loops` as C, and whether it is known here (`work`) or depends
+  // on size parameters (`code`, evaluated in the kernel; the launcher computes it as well).
+  struct Work {
+    int64_t work = 1;
+    std::string code;
+    bool runtime() const { return !code.empty(); }
+  };
+  Work work_of(const std::vector<const Stmt*>& loops) const {
+    Work w;
+    std::string code;
+    for (const Stmt* l : loops) {
+      if (l->extent_size >= 0)
+        code += fmt::format("{}(unsigned long long){}", code.empty() ? "" : " * ",
+                            var_name(l->extent_size));
+      else
+        w.work *= l->extent;
+    }
+    if (!code.empty())
+      w.code = fmt::format("{}{}", code, w.work == 1 ? "" : fmt::format(" * {}ull", w.work));
+    return w;
+  }
 
   void entry_for_loop(CudaSource& src, const Stmt& top, int index) {
     RowNest nest = row_nest(top);
@@ -233,17 +263,14 @@ class Emitter {
     } else {
       elementwise = !has_loops_or_accs(*body);
     }
-    int64_t work = 1;
-    for (const Stmt* l : flat)
-      work *= l->extent;
+    Work work = work_of(flat);
     if (elementwise) {
-      VectorPlan plan = plan_vector_access(k_, flat, *body);
+      // Vector accesses need the innermost extent at emission (Note [CUDA vector accesses]).
+      VectorPlan plan = sized_ ? VectorPlan{} : plan_vector_access(k_, flat, *body);
       emit_flat(src, index, flat, *body, Mapping::Elementwise, work, 256, &plan);
       return;
     }
-    int64_t rows = 1;
-    for (const Stmt* l : nest.loops)
-      rows *= l->extent;
+    Work rows = work_of(nest.loops);
     if (block_per_row_ok(*nest.body)) {
       emit_flat(src, index, nest.loops, *nest.body, Mapping::BlockPerRow, rows,
                 row_block(*nest.body));
@@ -254,9 +281,9 @@ class Emitter {
 
   void entry_for_body(CudaSource& src, const std::vector<Stmt>& body, int index) {
     if (block_per_row_ok(body))
-      emit_flat(src, index, {}, body, Mapping::BlockPerRow, 1, row_block(body));
+      emit_flat(src, index, {}, body, Mapping::BlockPerRow, Work{}, row_block(body));
     else
-      emit_flat(src, index, {}, body, Mapping::SingleThread, 1, 1);
+      emit_flat(src, index, {}, body, Mapping::SingleThread, Work{}, 1);
   }
 
   static bool has_loops_or_accs(const std::vector<Stmt>& body) {
@@ -267,12 +294,12 @@ class Emitter {
   }
 
   // Threads per block for a row body: about four elements of its longest vector loop per
-  // thread, 32 to 512 threads.
+  // thread, 32 to 512 threads; 256 when a vector loop's extent is a size parameter.
   static int row_block(const std::vector<Stmt>& body) {
     int64_t longest = 1;
     walk(body, [&](const Stmt& s, int) {
       if (s.kind == StmtKind::Loop && s.loop_kind == LoopKind::Vector)
-        longest = std::max(longest, s.extent);
+        longest = std::max(longest, s.extent_size >= 0 ? int64_t{1024} : s.extent);
     });
     int block = 32;
     while (block < 512 && block * 4 < longest)
@@ -349,16 +376,18 @@ class Emitter {
   // One __global__ function: the loops in `flat` walked as one index space by the mapping,
   // then `body` for each point of it.
   void emit_flat(CudaSource& src, int index, const std::vector<const Stmt*>& flat,
-                 const std::vector<Stmt>& body, Mapping mapping, int64_t work, int block,
+                 const std::vector<Stmt>& body, Mapping mapping, const Work& size, int block,
                  const VectorPlan* plan = nullptr) {
+    int64_t work = size.work;
     mapping_ = mapping;
     out_.clear();
     memo_.assign(1, {});
     counter_ = 0;
     std::string sym = symbol(index);
-    CudaEntry entry{sym, mapping, work, block, 1};
+    CudaEntry entry{sym, mapping, size.runtime() ? 0 : work, block, 1};
     int64_t per_block = mapping == Mapping::BlockPerRow ? 1 : block;
     entry.grid = mapping == Mapping::SingleThread ? 1 : (work + per_block - 1) / per_block;
+    if (size.runtime()) entry.grid = 0;
     src.entries.push_back(entry);
 
     std::string code = signature(sym, block) + " {\n";
@@ -373,7 +402,9 @@ class Emitter {
         line(fmt::format("__shared__ {} scratch_{}[32];", value_type(t), dtype_suffix(t)));
     }
     // 32-bit index arithmetic when the whole space fits: 64-bit division is slow on GPUs.
-    std::string it = work < (int64_t{1} << 31) ? "unsigned" : "unsigned long long";
+    std::string it =
+        !size.runtime() && work < (int64_t{1} << 31) ? "unsigned" : "unsigned long long";
+    std::string bound = size.runtime() ? fmt::format("({})", size.code) : fmt::format("{}u", work);
     std::string first, step;
     switch (mapping) {
       case Mapping::Elementwise:
@@ -389,7 +420,7 @@ class Emitter {
         line("if (blockIdx.x != 0 || threadIdx.x != 0) return;");
         break;
     }
-    if (mapping == Mapping::SingleThread || work == 1) {
+    if (mapping == Mapping::SingleThread || (work == 1 && !size.runtime())) {
       if (mapping != Mapping::SingleThread && mapping != Mapping::BlockPerRow)
         line("if (blockIdx.x != 0 || threadIdx.x != 0) return;");
       if (mapping == Mapping::BlockPerRow) line("if (blockIdx.x != 0) return;");
@@ -399,7 +430,7 @@ class Emitter {
     } else {
       if (plan != nullptr && plan->width > 1)
         emit_vector_walk(*plan, flat, body, work, it, first, step);
-      line(fmt::format("for ({} flat = {}; flat < {}u; flat += {}) {{", it, first, work, step));
+      line(fmt::format("for ({} flat = {}; flat < {}; flat += {}) {{", it, first, bound, step));
       ++indent_;
       memo_.emplace_back();
       if (flat.size() == 1) {
@@ -502,9 +533,11 @@ class Emitter {
       if (i == 0) {
         line(fmt::format("const long long {} = (long long)rest;", var_name(l->var)));
       } else {
-        line(fmt::format("const long long {} = (long long)(rest % {}u);", var_name(l->var),
-                         l->extent));
-        line(fmt::format("rest /= {}u;", l->extent));
+        std::string e = l->extent_size >= 0
+                            ? fmt::format("(unsigned long long){}", var_name(l->extent_size))
+                            : fmt::format("{}u", l->extent);
+        line(fmt::format("const long long {} = (long long)(rest % {});", var_name(l->var), e));
+        line(fmt::format("rest /= {};", e));
       }
     }
   }
@@ -574,10 +607,10 @@ class Emitter {
         bool strided =
             mapping_ == Mapping::BlockPerRow && s.loop_kind == LoopKind::Vector && !vector_level;
         if (strided) {
-          line(fmt::format("for (long long {} = threadIdx.x; {} < {}ll; {} += blockDim.x) {{", v, v,
-                           s.extent, v));
+          line(fmt::format("for (long long {} = threadIdx.x; {} < {}; {} += blockDim.x) {{", v, v,
+                           extent_limit(s), v));
         } else {
-          line(fmt::format("for (long long {} = 0; {} < {}ll; ++{}) {{", v, v, s.extent, v));
+          line(fmt::format("for (long long {} = 0; {} < {}; ++{}) {{", v, v, extent_limit(s), v));
         }
         block(s.body, vector_level || s.loop_kind == LoopKind::Vector);
         line("}");
@@ -694,6 +727,7 @@ class Emitter {
   }
 
   const Kernel& k_;
+  bool sized_;  // the kernel has size parameters (Note [Size parameters])
   Mapping mapping_ = Mapping::Elementwise;
   std::string out_;
   int indent_ = 1;

@@ -24,7 +24,9 @@ std::string_view mapping_name(Mapping m);
 struct CudaEntry {
   std::string symbol;  // the __global__ function's name
   Mapping mapping = Mapping::Elementwise;
-  int64_t work = 1;  // elements (Elementwise), rows (BlockPerRow, ThreadPerRow), or 1
+  // Elements (Elementwise), rows (BlockPerRow, ThreadPerRow), or 1; 0 (and grid 0) when size
+  // parameters give it, which the launcher multiplies out (launch_entry).
+  int64_t work = 1;
   int block = 256;   // threads per block, a multiple of 32 (1 for SingleThread)
   int64_t grid = 1;  // blocks that cover `work` once; the launcher may use fewer (grid-stride)
 };

@@ -303,6 +303,12 @@ LlvmKernel::EntryFn Jit::load(const std::string& object, const std::string& symb
 
 std::shared_ptr<const LlvmKernel> Jit::compile(const kir::Kernel& k, const LlvmCompileOptions& o) {
   kir::verify(k);
+  // The LLVM kernels are built per shape: a kernel with size parameters is compiled as
+  // kir::specialize_sizes makes it for one launch (Note [Size parameters]).
+  KILN_CHECK(k.sizes().empty(),
+             "llvm backend: kernel {} has size parameters; specialize it (kir::specialize_sizes) "
+             "before compiling",
+             k.name);
   std::string key = key_of(k);
   std::lock_guard<std::mutex> lock(mu_);
   if (!inject_.empty() && k.name.find(inject_) != std::string::npos)

@@ -316,8 +316,12 @@ TEST(KernelVerifier, BufferAndVariableNames) {
   u.k.vars[1].name = "i";
   EXPECT_TRUE(u.rejects({"kernel k: variables: two variables are named %i"}));
   Base v;
-  v.k.buffers[0].extent = -1;
-  EXPECT_TRUE(v.rejects({"buffer %x has negative extent -1"}));
+  v.k.buffers[0].extent = -2;
+  EXPECT_TRUE(v.rejects({"buffer %x has negative extent -2"}));
+  // -1 is kRuntimeExtent, which only a kernel with size parameters may use.
+  Base w;
+  w.k.buffers[0].extent = kir::kRuntimeExtent;
+  EXPECT_TRUE(w.rejects({"buffer %x has a runtime extent in a kernel without size parameters"}));
 }
 
 TEST(KernelVerifier, VariableReferenceDtype) {

@@ -36,60 +36,9 @@ inline kir::ExprId mul(kir::Builder& b, kir::ExprId x, int64_t c) {
   return b.binary(kir::BinaryOp::Mul, x, b.iconstant(c));
 }
 
-inline kir::Stmt loop(kir::VarId v, int64_t extent, std::vector<kir::Stmt> body,
-                      kir::LoopKind kind = kir::LoopKind::Serial) {
-  kir::Stmt s;
-  s.kind = kir::StmtKind::Loop;
-  s.var = v;
-  s.extent = extent;
-  s.loop_kind = kind;
-  s.body = std::move(body);
-  return s;
-}
-
-inline kir::Stmt store(kir::BufferId b, kir::ExprId index, kir::ExprId value) {
-  kir::Stmt s;
-  s.kind = kir::StmtKind::Store;
-  s.buffer = b;
-  s.index = index;
-  s.value = value;
-  return s;
-}
-
-inline kir::Stmt let(kir::VarId v, kir::ExprId value) {
-  kir::Stmt s;
-  s.kind = kir::StmtKind::Let;
-  s.var = v;
-  s.value = value;
-  return s;
-}
-
-inline kir::Stmt accumulator(kir::VarId v, kir::ReduceOp op) {
-  kir::Stmt s;
-  s.kind = kir::StmtKind::Accumulator;
-  s.var = v;
-  s.reduce = op;
-  return s;
-}
-
-inline kir::Stmt accumulate(kir::VarId v, kir::ReduceOp op, kir::ExprId value) {
-  kir::Stmt s;
-  s.kind = kir::StmtKind::Accumulate;
-  s.var = v;
-  s.reduce = op;
-  s.value = value;
-  return s;
-}
-
-inline kir::Stmt if_(kir::ExprId cond, std::vector<kir::Stmt> body,
-                     std::vector<kir::Stmt> else_body = {}) {
-  kir::Stmt s;
-  s.kind = kir::StmtKind::If;
-  s.cond = cond;
-  s.body = std::move(body);
-  s.else_body = std::move(else_body);
-  return s;
-}
+// The statement constructors, unqualified in the tests: loop, store, let, accumulator,
+// accumulate, if_.
+using namespace kiln::kir::stmt;  // NOLINT(google-build-using-namespace)
 
 using PointwiseFn = std::function<kir::Val(std::span<const kir::Val>)>;
 
