@@ -17,7 +17,8 @@ namespace kiln {
 
 namespace kir {
 class Val;
-}
+struct Kernel;
+}  // namespace kir
 
 enum OpFlag : uint32_t {
   kPointwise = 1u << 0,
@@ -74,6 +75,9 @@ using BoxedKernel = std::vector<Tensor> (*)(const OpDef& op, std::span<const Ten
 // comparisons and logical ops), which the caller converts to `result` when it stores it.
 using PointwiseExpr = kir::Val (*)(const OpDef& op, std::span<const kir::Val> inputs,
                                    const void* attrs, DType result);
+// Row ops (softmax, log_softmax, layer_norm): the op as kernel IR over rows of runtime length,
+// for inputs of `dtype` (Note [Row programs] in runtime/kernels/row_programs.cpp).
+using RowProgram = kir::Kernel (*)(const OpDef& op, DType dtype, const void* attrs);
 // For factories: the device named by the attributes.
 using AttrDevice = Device (*)(const void* attrs);
 
@@ -88,6 +92,7 @@ struct OpDef {
   DTypeRule dtype = nullptr;
   AttrDevice attr_device = nullptr;
   PointwiseExpr expr = nullptr;                           // set for every fusible pointwise op
+  RowProgram row_program = nullptr;                       // set for the row ops
   std::array<ComputeKernel, kNumDispatchKeys> compute{};  // per backend key
   std::array<BoxedKernel, kNumDispatchKeys> boxed{};      // per key; overrides compute
 

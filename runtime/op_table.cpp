@@ -17,6 +17,7 @@ OpTable& OpTable::instance() {
     register_copy_ops(*t);
     register_factory_ops(*t);
     register_nn_ops(*t);
+    register_row_programs(*t);
     register_indexing_ops(*t);
     register_random_ops(*t);
     register_cuda_kernels(*t);

@@ -65,6 +65,7 @@ void register_view_ops(OpTable& table);
 void register_copy_ops(OpTable& table);
 void register_factory_ops(OpTable& table);
 void register_nn_ops(OpTable& table);
+void register_row_programs(OpTable& table);  // kernels/row_programs.h
 void register_indexing_ops(OpTable& table);
 void register_random_ops(OpTable& table);
 // The CUDA kernels of every family that has them (runtime/cuda/cuda_kernels.h), after every

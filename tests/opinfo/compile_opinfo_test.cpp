@@ -244,14 +244,7 @@ class CompileOpInfo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CompileOpInfo, CompiledMatchesEager) {
   const OpInfo& info = find_opinfo(GetParam());
-  for (const Sample& s : info.samples()) {
-    SCOPED_TRACE(info.name + " / " + s.name);
-    try {
-      check_sample(info, s);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << e.what();
-    }
-  }
+  for_each_sample(info, [&](const Sample& s) { check_sample(info, s); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, CompileOpInfo, ::testing::ValuesIn(opinfo_names()), opinfo_test_name);

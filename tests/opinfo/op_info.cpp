@@ -393,6 +393,17 @@ std::string opinfo_test_name(const ::testing::TestParamInfo<std::string>& info) 
   return n;
 }
 
+void for_each_sample(const OpInfo& info, const std::function<void(const Sample&)>& check) {
+  for (const Sample& s : info.samples()) {
+    SCOPED_TRACE(info.name + " / " + s.name);
+    try {
+      check(s);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
 ::testing::AssertionResult identical(const kiln::Tensor& got, const kiln::Tensor& want) {
   if (got.defined() != want.defined()) {
     return ::testing::AssertionFailure()

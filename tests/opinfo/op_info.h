@@ -76,6 +76,10 @@ std::vector<std::string> opinfo_names();
 // The OpInfo's name with every non-alphanumeric character replaced, as gtest requires.
 std::string opinfo_test_name(const ::testing::TestParamInfo<std::string>& info);
 
+// Runs check(sample) on each of the OpInfo's samples under a trace naming it; an exception a
+// check throws fails that sample and the next one runs.
+void for_each_sample(const OpInfo& info, const std::function<void(const Sample&)>& check);
+
 // Same definedness, dtype, shape and bits (every NaN equals every NaN): for paths that run the
 // same kernels as eager code (the interpreter, compiled plans), where close is not enough.
 ::testing::AssertionResult identical(const kiln::Tensor& got, const kiln::Tensor& want);

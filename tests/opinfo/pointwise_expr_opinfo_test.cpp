@@ -343,15 +343,7 @@ std::vector<std::string> pointwise_opinfo_names() {
 class PointwiseExprOpInfo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PointwiseExprOpInfo, KernelMatchesEager) {
-  const OpInfo& info = find_opinfo(GetParam());
-  for (const Sample& s : info.samples()) {
-    SCOPED_TRACE(info.name + " / " + s.name);
-    try {
-      check_sample(s);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << e.what();
-    }
-  }
+  for_each_sample(find_opinfo(GetParam()), check_sample);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, PointwiseExprOpInfo, ::testing::ValuesIn(pointwise_opinfo_names()),
