@@ -142,6 +142,28 @@ void BM_CudaLayerNormForward(benchmark::State& state) {
 }
 BENCHMARK(BM_CudaLayerNormForward)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
+// Rows longer than the row-cached entries hold (Note [Row-cached normalization entries]): the
+// kernels generated from the row programs (Note [Row programs]).
+constexpr int64_t kLongRows = 8192, kLongCols = 8192;
+
+void BM_CudaSoftmaxLongRows(benchmark::State& state) {
+  if (!require_device(state)) return;
+  Tensor x = gpu_randn({kLongRows, kLongCols});
+  run(
+      state, [&] { benchmark::DoNotOptimize(kiln::softmax(x, 1)); },
+      2.0 * kLongRows * kLongCols * 4);
+}
+BENCHMARK(BM_CudaSoftmaxLongRows)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_CudaLayerNormLongRows(benchmark::State& state) {
+  if (!require_device(state)) return;
+  Tensor x = gpu_randn({kLongRows, kLongCols});
+  run(
+      state, [&] { benchmark::DoNotOptimize(kiln::layer_norm(x, {kLongCols})); },
+      2.0 * kLongRows * kLongCols * 4);
+}
+BENCHMARK(BM_CudaLayerNormLongRows)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
 // The backward alone: the forward runs once with its graph retained, and each timed call is
 // autograd::grad from it. Compiled: compile() traced the backward with the forward, and grad()
 // runs that compiled backward. Ideal bytes: x (or the saved output), the incoming gradient and

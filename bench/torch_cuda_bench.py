@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 POINTWISE = 1 << 26
 ROWS, COLS = 65536, 1024
+LONG_ROWS, LONG_COLS = 8192, 8192  # rows too long for Kiln's row-cached entries
 
 
 def time_ms(work):
@@ -90,6 +91,14 @@ def workloads():
     out.append(("layer_norm_forward", 2 * ROWS * COLS * 4,
                 {"eager": lambda: layer_norm_wb(rows, w, b),
                  "compiled": lambda: c_ln(rows, w, b)}))
+
+    long_rows = torch.randn(LONG_ROWS, LONG_COLS, device=dev)
+    out.append(("softmax_long_rows", 2 * LONG_ROWS * LONG_COLS * 4,
+                {"eager": lambda: softmax(long_rows), "compiled": lambda: c_soft(long_rows)}))
+    c_ln_long = torch.compile(lambda t: F.layer_norm(t, (LONG_COLS,)))
+    out.append(("layer_norm_long_rows", 2 * LONG_ROWS * LONG_COLS * 4,
+                {"eager": lambda: F.layer_norm(long_rows, (LONG_COLS,)),
+                 "compiled": lambda: c_ln_long(long_rows)}))
 
     def backward_only(fn):
         xg = torch.randn(ROWS, COLS, device=dev, requires_grad=True)

@@ -11,17 +11,18 @@
 namespace kiln::codegen::cuda {
 
 // Note [Eager CUDA normalization kernels]
-// softmax, log_softmax and layer_norm reduce along a row and then write every element of it, so
-// each is one kernel with a block per row: the block reduces (the preamble's kiln_block_reduce,
-// as the fused kernels' row reductions), every thread gets the result, and the same threads
-// write their elements. They follow the CPU kernels' arithmetic (nn_ops.cpp): 16-bit floats are
-// computed in float32; softmax subtracts the row's max before exp and divides by the sum;
-// log_softmax is x - (max + log(sum)), the shift rounded once; layer_norm takes the mean, then the
-// mean of squared deviations (two passes, not E[x^2] - E[x]^2, which cancels), rounds both to the
-// compute type as the CPU does, and applies the optional weight and bias (in the compute type, as
-// the CPU converts them) after normalizing. exp and log are the emitter's (cuda_scalar.h's
-// unary_code), so a float32 exp is the same polynomial as on the CPU. The row's sums differ from
-// the CPU's blocked ones in order only.
+// softmax, log_softmax and layer_norm are row programs (Note [Row programs] in
+// runtime/kernels/row_programs.cpp): kernel IR from which their eager CUDA kernel is generated,
+// a block per row that reads the row once per pass. The entries written here are faster where
+// they apply (contiguous rows of up to 4096 elements, 16-byte aligned): each thread keeps its
+// share of the row in registers (Note [Row-cached normalization entries]), so the row is read
+// from memory once, not three times. Their arithmetic is the row program's: 16-bit floats are
+// computed in float32; softmax subtracts the row's max before exp and multiplies by 1 / sum
+// rounded once; log_softmax is x - (max + log(sum)), the shift rounded once; layer_norm takes
+// the mean, then the mean of squared deviations (two passes, not E[x^2] - E[x]^2, which
+// cancels), rounds both to the compute type, and applies the optional weight and bias after
+// normalizing. exp and log are the emitter's (cuda_scalar.h's unary_code), so a float32 exp is
+// the same polynomial as on the CPU; the sums differ from the generated kernel's in order only.
 
 namespace {
 
@@ -67,7 +68,7 @@ std::string name_of(DType t) {
 //   ..., the reductions are warp shuffles alone, and a block runs kWarpsPerBlock rows at once
 //   with no __syncthreads, which keeps far more loads in flight on short rows.
 // The host picks one (eager_normalization_entry) for contiguous rows whose length is a multiple
-// of the chunk and whose pointers are 16-byte aligned; the arithmetic is the first entry's.
+// of the chunk and whose pointers are 16-byte aligned.
 
 // Elements of `t` in one 16-byte chunk.
 int chunk_elements(DType t) {
@@ -172,70 +173,25 @@ CudaSource eager_softmax_source(DType dtype, bool log) {
   std::string ct(value_type(c)), st(storage_type(dtype));
   std::string base = fmt::format("kiln_eager_{}softmax_{}", log ? "log_" : "", name_of(dtype));
   std::string kname = base.substr(5);
-  std::string x = load("in[i + (long long)j * in_step]", dtype);
   std::string ninf = identity_literal(kir::ReduceOp::Max, c);
   std::string zero = identity_literal(kir::ReduceOp::Sum, c);
   std::string exp_shifted = unary_code(kname, kir::UnaryOp::Exp, c, "(v - m)", true);
   // log_softmax subtracts one shift, max + log(sum) formed in double and rounded once, as the
-  // CPU (and PyTorch) do: (x - max) - log(sum) is more exact for large logits but would not
-  // return the CPU's numbers.
-  // softmax multiplies by 1 / sum rounded once, as the CPU does.
-  std::string result =
-      log ? "v - shift"
-          : fmt::format("{} * inv", unary_code(kname, kir::UnaryOp::Exp, c, "(v - m)", true));
+  // CPU (and PyTorch) do; softmax multiplies by 1 / sum rounded once, as the CPU does.
   std::string log_s =
       log ? fmt::format("    const {} shift = ({})((double)m + log((double)s));\n", ct, ct)
           : fmt::format("    const {} inv = ({})(1.0 / (double)s);\n", ct, ct);
   CudaSource src;
   src.name = kname;
-  src.code = eager_indexer_prelude();
-  src.code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({block}) {base}({st}* out, const {st}* in, "
-      "const KilnEagerIndexer rows, const long long n, const long long in_step, const long long "
-      "out_step) {{\n"
-      "  __shared__ {ct} scratch[32];\n"
-      "  for (unsigned long long row = blockIdx.x; row < (unsigned long long)rows.numel; row += "
-      "gridDim.x) {{\n"
-      "    const long long o = kiln_eager_offset(rows, 0, row);\n"
-      "    const long long i = kiln_eager_offset(rows, 1, row);\n"
-      "    {ct} m = {ninf};\n"
-      "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {{\n"
-      "      const {ct} v = {x};\n"
-      "      m = {max};\n"
-      "    }}\n"
-      "    m = kiln_block_reduce(m, KilnMax(), ({ct}){ninf}, scratch);\n"
-      "    {ct} s = {zero};\n"
-      "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {{\n"
-      "      const {ct} v = {x};\n"
-      "      s = s + {exp_shifted};\n"
-      "    }}\n"
-      "    s = kiln_block_reduce(s, KilnSum(), ({ct}){zero}, scratch);\n"
-      "{log_s}"
-      "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {{\n"
-      "      const {ct} v = {x};\n"
-      "      out[o + (long long)j * out_step] = {store};\n"
-      "    }}\n"
-      "  }}\n"
-      "}}\n",
-      fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("st", st), fmt::arg("ct", ct),
-      fmt::arg("ninf", ninf), fmt::arg("zero", zero), fmt::arg("x", x),
-      fmt::arg("max", combine_code(kir::ReduceOp::Max, c, "m", "v")),
-      fmt::arg("exp_shifted", exp_shifted), fmt::arg("log_s", log_s),
-      fmt::arg("store", store(result, dtype)));
-  src.entries.push_back(CudaEntry{base, Mapping::BlockPerRow, 0, kBlock, 1});
-
   // Note [Row-cached normalization entries]: rows at row * n; softmax keeps exp(x - m) in the
   // cache for the final scaling.
   for (const CacheShape& shape : {kBlockRows, kWarpRows}) {
     std::string cached = base + (shape.warp ? "_warp_cached" : "_cached");
     src.code += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({block}) {name}({st}* out, const {st}* "
-        "in, const KilnEagerIndexer rows, const long long n, const long long in_step, const long "
-        "long out_step) {{\n"
+        "in, const long long rows, const long long n) {{\n"
         "  __shared__ {ct} scratch[32];\n"
         "  (void)scratch;\n"
-        "  (void)in_step;\n"
-        "  (void)out_step;\n"
         "{rows}"
         "    const long long at = (long long)row * n;\n"
         "{load}"
@@ -250,8 +206,7 @@ CudaSource eager_softmax_source(DType dtype, bool log) {
         "  }}\n"
         "}}\n",
         fmt::arg("block", kBlock), fmt::arg("name", cached), fmt::arg("st", st), fmt::arg("ct", ct),
-        fmt::arg("ninf", ninf), fmt::arg("zero", zero),
-        fmt::arg("rows", row_loop(shape, "rows.numel")),
+        fmt::arg("ninf", ninf), fmt::arg("zero", zero), fmt::arg("rows", row_loop(shape, "rows")),
         fmt::arg("load", cached_load(shape, dtype, ct)),
         fmt::arg("max_loop",
                  for_cached(shape, dtype,
@@ -277,47 +232,8 @@ CudaSource eager_layer_norm_source(DType dtype) {
   std::string ct(value_type(c)), st(storage_type(dtype));
   std::string base = fmt::format("kiln_eager_layer_norm_{}", name_of(dtype));
   std::string zero = identity_literal(kir::ReduceOp::Sum, c);
-  std::string x = load("in[at + j]", dtype);
-  std::string y = fmt::format(
-      "{{\n"
-      "        {ct} y = (v - mean) * rstd;\n"
-      "        if (weight) y = y * {w};\n"
-      "        if (bias) y = y + {b};\n"
-      "        out[at + j] = {store};\n"
-      "      }}",
-      fmt::arg("ct", ct), fmt::arg("w", "weight[j]"), fmt::arg("b", "bias[j]"),
-      fmt::arg("store", store("y", dtype)));
   CudaSource src;
   src.name = base.substr(5);
-  src.code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({block}) {base}({st}* out, const {st}* in, "
-      "const {ct}* weight, const {ct}* bias, const long long rows, const long long n, const "
-      "double eps) {{\n"
-      "  __shared__ {ct} scratch[32];\n"
-      "  for (unsigned long long row = blockIdx.x; row < (unsigned long long)rows; row += "
-      "gridDim.x) {{\n"
-      "    const long long at = (long long)row * n;\n"
-      "    {ct} s = {zero};\n"
-      "    for (long long j = threadIdx.x; j < n; j += blockDim.x) s = s + {x};\n"
-      "    s = kiln_block_reduce(s, KilnSum(), ({ct}){zero}, scratch);\n"
-      "    const {ct} mean = ({ct})((double)s / (double)n);\n"
-      "    {ct} m2 = {zero};\n"
-      "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {{\n"
-      "      const {ct} d = {x} - mean;\n"
-      "      m2 = m2 + d * d;\n"
-      "    }}\n"
-      "    m2 = kiln_block_reduce(m2, KilnSum(), ({ct}){zero}, scratch);\n"
-      "    const {ct} rstd = ({ct})(1.0 / sqrt((double)m2 / (double)n + eps));\n"
-      "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {{\n"
-      "      const {ct} v = {x};\n"
-      "      {y}\n"
-      "    }}\n"
-      "  }}\n"
-      "}}\n",
-      fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("st", st), fmt::arg("ct", ct),
-      fmt::arg("zero", zero), fmt::arg("x", x), fmt::arg("y", y));
-  src.entries.push_back(CudaEntry{base, Mapping::BlockPerRow, 0, kBlock, 1});
-
   // Note [Row-cached normalization entries].
   std::string affine =
       "(weight ? (bias ? ((v - mean) * rstd) * weight[j] + bias[j] : ((v - mean) * rstd) * "

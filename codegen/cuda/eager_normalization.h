@@ -1,28 +1,27 @@
-// Shape-generic CUDA kernels for eager softmax, log_softmax and layer_norm (Note [Eager CUDA
-// normalization kernels] in eager_normalization.cpp). Building the source needs neither NVRTC
-// nor a GPU.
+// The hand-written CUDA entries of eager softmax, log_softmax and layer_norm for rows that fit in
+// registers (Note [Eager CUDA normalization kernels] in eager_normalization.cpp). Building the
+// source needs neither NVRTC nor a GPU.
 #pragma once
 
 #include "kiln/codegen/cuda/eager_pointwise.h"
 
 namespace kiln::codegen::cuda {
 
-// Three entries, kiln_eager_<log_>softmax_<dtype>[_cached|_warp_cached](out, in, KilnEagerIndexer
-// rows, long long n, long long in_step, long long out_step): a block per row (BlockPerRow). The
-// first walks the rows by the indexer (operand 0 the output's first element of each row, 1 the
-// input's) and each row's n elements `step` apart; the second and third (Note [Row-cached
-// normalization entries]) take contiguous rows at row * n, a block or a warp per row, and read
-// only the indexer's numel. The third is launched with one block per kBlock / 32 rows.
+// The row-cached entries of softmax and log_softmax (Note [Row-cached normalization entries]):
+// kiln_eager_<log_>softmax_<dtype>_cached and _warp_cached(out, in, long long rows, long long
+// n), contiguous rows at row * n, a block or a warp per row (the second is launched with one
+// block per kEagerNormalizationWarpRows rows). Every other call runs the kernel generated from
+// the op's row program (Note [Row programs] in runtime/kernels/row_programs.cpp).
 CudaSource eager_softmax_source(DType dtype, bool log);
 
-// Three entries, kiln_eager_layer_norm_<dtype>[_cached|_warp_cached](out, in, weight, bias, long
-// long rows, long long n, double eps): a block per row of n contiguous elements; weight and bias
-// are n contiguous elements each of the compute type (float32 for 16-bit dtypes), or null. The
-// second and third are the row-cached ones, as softmax's.
+// The same two entries for layer_norm: kiln_eager_layer_norm_<dtype>_cached and _warp_cached(out,
+// in, weight, bias, long long rows, long long n, double eps); weight and bias are n contiguous
+// elements each of the compute type (float32 for 16-bit dtypes), or null.
 CudaSource eager_layer_norm_source(DType dtype);
 
-// The entry to launch for contiguous rows of n elements of `dtype` at these pointers: 2 (a warp
-// per row), 1 (a block per row, cached) or 0 (the strided entry).
+// Which row-cached entry takes contiguous rows of n elements of `dtype` at these pointers:
+// 2 (a warp per row, the second entry), 1 (a block per row, the first) or 0 (none: the row
+// program's kernel runs).
 int eager_normalization_entry(DType dtype, int64_t n, const void* in, const void* out);
 // Rows a block of the warp-per-row entries takes.
 inline constexpr int64_t kEagerNormalizationWarpRows = 8;

@@ -1,15 +1,20 @@
-// softmax, log_softmax and layer_norm on CUDA devices, each one kernel with a block per row
-// (Note [Eager CUDA normalization kernels] in codegen/cuda/eager_normalization.cpp), built on
-// the first call with its op and dtype. Their backward formulas are Tensor ops
-// (nn_derivatives.cpp), which run on the pointwise and reduction kernels.
+// softmax, log_softmax and layer_norm on CUDA devices, each one kernel with a block per row:
+// the kernel generated from the op's row program (Note [Row programs]), or, for contiguous rows
+// that fit in registers, the hand-written row-cached entries (Note [Row-cached normalization
+// entries] in codegen/cuda/eager_normalization.cpp). Built on the first call with the op and
+// dtype. Their backward formulas are Tensor ops (nn_derivatives.cpp), which run on the
+// pointwise and reduction kernels.
 #include <functional>
 #include <vector>
 
 #include "kiln/base/error.h"
+#include "kiln/codegen/cuda/cuda_emitter.h"
 #include "kiln/codegen/cuda/eager_normalization.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
+#include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
+#include "kiln/runtime/kernels/row_programs.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
@@ -24,6 +29,55 @@ int64_t blocks_for(int entry, int64_t rows) {
   return (rows + cg::kEagerNormalizationWarpRows - 1) / cg::kEagerNormalizationWarpRows;
 }
 
+// The kernels generated from the ops' row programs (Note [Row programs]): one per op, dtype,
+// device and, for layer_norm, its affine inputs and eps.
+struct RowKey {
+  const OpDef* op = nullptr;
+  DType dtype = kFloat32;
+  int device = 0;
+  int affine = 0;
+  double eps = 0;
+  bool operator==(const RowKey&) const = default;
+};
+struct RowKeyHash {
+  size_t operator()(const RowKey& k) const {
+    return std::hash<const void*>()(k.op) ^ std::hash<double>()(k.eps) ^
+           (static_cast<size_t>(k.dtype) << 1 | static_cast<size_t>(k.device) << 9 |
+            static_cast<size_t>(k.affine) << 17);
+  }
+};
+
+}  // namespace
+
+void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs, const Tensor& out,
+                          const void* attrs) {
+  RowCall call = row_call(op, inputs, out, attrs);
+  RowKey key{&op, inputs[0].dtype(), out.device().index, 0, 0};
+  if (op.name == "layer_norm") {
+    const auto& a = attrs_as<LayerNormAttrs>(attrs);
+    key.affine = (a.has_weight ? 1 : 0) | (a.has_bias ? 2 : 0);
+    key.eps = a.eps;
+  }
+  // Never destroyed: kernels may run during exit.
+  static auto* kernels = new cuda::EagerKernelCache<RowKey, RowKeyHash>();
+  auto kernel = kernels->get(key, key.device, call.buffers.size(),
+                             [&] { return cg::emit_cuda(row_program(op, key.dtype, attrs)); });
+  if (call.rows == 0 || call.row_length == 0) return;
+  std::vector<void*> ptrs;
+  for (const Tensor& t : call.buffers)
+    ptrs.push_back(t.impl()->data());
+  std::vector<long long> sizes(call.sizes.begin(), call.sizes.end());
+  std::vector<void*> args;
+  for (void*& p : ptrs)
+    args.push_back(&p);
+  for (long long& v : sizes)
+    args.push_back(&v);
+  kernel->launch_entry(0, args, call.rows);
+  if (call.copy_back) copy_into(out, call.result);
+}
+
+namespace {
+
 void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                          std::span<const Tensor> inputs, const void* attrs) {
   const Tensor& x = inputs[0];
@@ -32,31 +86,22 @@ void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   int64_t nd = x.dim();
   int64_t dim = wrap_dim(op.name, attrs_as<SoftmaxAttrs>(attrs).dim, nd);
   if (out.numel() == 0) return;
-  std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> strides(2);
-  for (int64_t d = 0; d < nd; ++d) {
-    if (d == dim) continue;
-    sizes.push_back(x.size(d));
-    strides[0].push_back(out.stride(d));
-    strides[1].push_back(x.stride(d));
-  }
-  cg::EagerIndexer rows = cg::make_eager_indexer(op.name, sizes, strides);
   long long n = nd == 0 ? 1 : x.size(dim);
-  long long in_step = nd == 0 ? 0 : x.stride(dim);
-  long long out_step = nd == 0 ? 0 : out.stride(dim);
+  void* out_ptr = out.impl()->data();
+  void* in_ptr = x.impl()->data();
+  // Contiguous rows along the last dim: the row-cached entries (Note [Row-cached normalization
+  // entries]); every other call runs the row program.
+  int entry = nd > 0 && dim == nd - 1 && x.is_contiguous() && out.is_contiguous()
+                  ? cg::eager_normalization_entry(x.dtype(), n, in_ptr, out_ptr)
+                  : 0;
+  if (entry == 0) return run_row_program_cuda(op, inputs, out, attrs);
   cuda::OpDTypeKey key{&op, x.dtype(), x.dtype(), out.device().index};
   bool log = op.name == "log_softmax";
   auto kernel = cuda::op_dtype_kernels().get(
       key, key.device, 2, [&] { return cg::eager_softmax_source(x.dtype(), log); });
-  void* out_ptr = out.impl()->data();
-  void* in_ptr = x.impl()->data();
-  void* args[] = {&out_ptr, &in_ptr, &rows, &n, &in_step, &out_step};
-  // Contiguous rows along the last dim: the row-cached entry (Note [Row-cached normalization
-  // entries]).
-  int entry = nd > 0 && dim == nd - 1 && x.is_contiguous() && out.is_contiguous()
-                  ? cg::eager_normalization_entry(x.dtype(), n, in_ptr, out_ptr)
-                  : 0;
-  kernel->launch_entry(static_cast<size_t>(entry), args, blocks_for(entry, rows.numel));
+  long long rows = x.numel() / n;
+  void* args[] = {&out_ptr, &in_ptr, &rows, &n};
+  kernel->launch_entry(static_cast<size_t>(entry - 1), args, blocks_for(entry, rows));
 }
 
 void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
@@ -65,15 +110,20 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   const Tensor& out = outputs[0];
   check_same_device(op, inputs, out);
   if (out.numel() == 0) return;
-  Tensor x = inputs[0].contiguous();
+  long long n = shape_numel(a.normalized_shape);
+  const Tensor& x0 = inputs[0];
+  int entry =
+      x0.is_contiguous() && out.is_contiguous()
+          ? cg::eager_normalization_entry(x0.dtype(), n, x0.impl()->data(), out.impl()->data())
+          : 0;
+  if (entry == 0) return run_row_program_cuda(op, inputs, out, attrs);
+  const Tensor& x = x0;
   // The kernel reads the affine tensors in the compute dtype, as the CPU kernel converts them:
   // a float32 weight of a float16 input keeps its bits.
   DType compute = element_size(x.dtype()) == 2 ? kFloat32 : x.dtype();
   auto affine = [&](const Tensor& t) { return t.to(compute).contiguous(); };
   Tensor w = a.has_weight ? affine(inputs[1]) : Tensor();
   Tensor b = a.has_bias ? affine(inputs[a.has_weight ? 2 : 1]) : Tensor();
-  KILN_CHECK(out.is_contiguous(), "{}: expected a contiguous output", op.name);
-  long long n = shape_numel(a.normalized_shape);
   long long rows = n == 0 ? 0 : x.numel() / n;
   double eps = a.eps;
   cuda::OpDTypeKey key{&op, x.dtype(), x.dtype(), out.device().index};
@@ -84,8 +134,7 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   void* w_ptr = w.defined() ? w.impl()->data() : nullptr;
   void* b_ptr = b.defined() ? b.impl()->data() : nullptr;
   void* args[] = {&out_ptr, &in_ptr, &w_ptr, &b_ptr, &rows, &n, &eps};
-  int entry = cg::eager_normalization_entry(x.dtype(), n, in_ptr, out_ptr);
-  kernel->launch_entry(static_cast<size_t>(entry), args, blocks_for(entry, rows));
+  kernel->launch_entry(static_cast<size_t>(entry - 1), args, blocks_for(entry, rows));
 }
 
 }  // namespace

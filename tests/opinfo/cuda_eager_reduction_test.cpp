@@ -11,11 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/cuda/cuda_emitter.h"
 #include "kiln/codegen/cuda/eager_normalization.h"
 #include "kiln/codegen/cuda/eager_random.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
+#include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
+#include "kiln/runtime/kernels/row_programs.h"
 #include "kiln/runtime/op_table.h"
 #include "opinfo/cuda_ptx_util.h"
 
@@ -104,16 +107,17 @@ TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
     for (const cg::CudaSource& src :
          {cg::eager_softmax_source(t, false), cg::eager_softmax_source(t, true),
           cg::eager_layer_norm_source(t)}) {
-      // The strided entry and the row-cached ones (Note [Row-cached normalization entries]).
-      ASSERT_EQ(src.entries.size(), 3u);
+      // The row-cached entries (Note [Row-cached normalization entries]).
+      ASSERT_EQ(src.entries.size(), 2u);
       for (const cg::CudaEntry& e : src.entries)
         EXPECT_EQ(e.mapping, cg::Mapping::BlockPerRow);
-      EXPECT_EQ(src.entries[1].symbol, src.entries[0].symbol + "_cached");
-      EXPECT_EQ(src.entries[2].symbol, src.entries[0].symbol + "_warp_cached");
+      EXPECT_TRUE(src.entries[0].symbol.ends_with("_cached"));
+      EXPECT_EQ(src.entries[1].symbol,
+                src.entries[0].symbol.substr(0, src.entries[0].symbol.size() - 7) + "_warp_cached");
       if (tu.empty())
         tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
       tu += src.code;
-      kernels += 3;
+      kernels += 2;
     }
   }
   for (const char* name : {"softmax", "log_softmax", "layer_norm"}) {
@@ -125,8 +129,8 @@ TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
     // Two block reductions a row (max and sum; mean and squared deviations).
     EXPECT_GE(count(ptx, "shfl.sync.bfly"), 2 * kernels);
     // The cached entries read and write rows in 16-byte accesses.
-    EXPECT_GE(count(ptx, "ld.global.v4.u32") + count(ptx, "ld.global.nc.v4.u32"), 2 * kernels / 3);
-    EXPECT_GE(count(ptx, "st.global.v4.u32"), 2 * kernels / 3);
+    EXPECT_GE(count(ptx, "ld.global.v4.u32") + count(ptx, "ld.global.nc.v4.u32"), kernels);
+    EXPECT_GE(count(ptx, "st.global.v4.u32"), kernels);
   }
 }
 
@@ -150,6 +154,40 @@ TEST(CudaEagerRandom, EveryKernelCompilesToPtxForSm80AndSm90) {
   }
   for (const std::string& ptx : ptx_for_sm80_and_sm90(corpus.tu, "eager_random_corpus"))
     EXPECT_EQ(count(ptx, ".entry"), corpus.kernels);
+}
+
+// The eager CUDA kernels generated from the row programs (Note [Row programs]): every op,
+// dtype and affine form is a block-per-row entry that takes its sizes at launch, with two
+// block reductions a row, and compiles for sm_80 and sm_90.
+TEST(CudaEagerNormalization, EveryRowProgramCompilesToPtxForSm80AndSm90) {
+  if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
+  std::string tu;
+  size_t kernels = 0;
+  auto add = [&](const kiln::kir::Kernel& k) {
+    cg::CudaSource src = cg::emit_cuda(k);
+    ASSERT_EQ(src.entries.size(), 1u) << src.str();
+    EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow) << src.str();
+    EXPECT_EQ(src.entries[0].work, 0) << "the rows are a launch argument\n" << src.str();
+    if (tu.empty())
+      tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
+    tu += src.code;
+    ++kernels;
+  };
+  for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
+    kiln::SoftmaxAttrs s{-1};
+    add(kiln::row_program(kiln::get_op("softmax"), t, &s));
+    add(kiln::row_program(kiln::get_op("log_softmax"), t, &s));
+    for (bool w : {false, true}) {
+      for (bool b : {false, true}) {
+        kiln::LayerNormAttrs a{{8}, 1e-5, w, b};
+        add(kiln::row_program(kiln::get_op("layer_norm"), t, &a));
+      }
+    }
+  }
+  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "row_program_corpus")) {
+    EXPECT_EQ(count(ptx, ".entry"), kernels);
+    EXPECT_GE(count(ptx, "shfl.sync.bfly"), 2 * kernels);
+  }
 }
 
 }  // namespace

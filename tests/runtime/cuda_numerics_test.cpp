@@ -61,17 +61,18 @@ TEST(CudaNumerics, ArangeWithAnInexactStepEqualsTheCpusBitwise) {
   EXPECT_EQ(kiln::arange(-1, 7, 0.1, gpu).to(kiln::kCPU).to_vector<double>(), want);
 }
 
-// softmax, log_softmax and layer_norm pick one of three entries by the row length and layout
+// softmax, log_softmax and layer_norm pick one of three kernels by the row length and layout
 // (Note [Row-cached normalization entries]): a warp per row up to 1024 elements, a block with
-// the row in registers up to 4096, and the strided walk beyond, for lengths that are not a
-// multiple of the 16-byte chunk, and for a misaligned view. Every one must give the CPU's values
-// to the rounding of a sum taken in another order.
+// the row in registers up to 4096, and the kernel generated from the row program (Note [Row
+// programs]) beyond, for lengths that are not a multiple of the 16-byte chunk, for a misaligned
+// view and for a reduced dim that is not the last. Every one must give the CPU's values to the
+// rounding of a sum taken in another order.
 TEST(CudaNumerics, EveryNormalizationEntryMatchesTheCpu) {
   KILN_REQUIRE_CUDA_DEVICE();
   kiln::manual_seed(11);
   for (kiln::DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16}) {
     double eps = t == kiln::kFloat64 ? 0x1p-52 : t == kiln::kFloat16 ? 0x1p-10 : 0x1p-23;
-    for (int64_t n : {4, 250, 1000, 1024, 1028, 3000, 4096, 6000}) {
+    for (int64_t n : {4, 250, 1000, 1024, 1028, 3000, 4096, 6000, 20000}) {
       for (int64_t offset : {0, 1}) {
         SCOPED_TRACE(std::string(kiln::dtype_name(t)) + " rows of " + std::to_string(n) +
                      ", first element " + std::to_string(offset));
@@ -90,6 +91,7 @@ TEST(CudaNumerics, EveryNormalizationEntryMatchesTheCpu) {
           }
         };
         check(kiln::softmax(xg, 1), kiln::softmax(x, 1), "softmax");
+        check(kiln::softmax(xg, 0), kiln::softmax(x, 0), "softmax over dim 0");
         check(kiln::log_softmax(xg, 1), kiln::log_softmax(x, 1), "log_softmax");
         check(kiln::layer_norm(xg, {n}, w.to(kGpu), b.to(kGpu)), kiln::layer_norm(x, {n}, w, b),
               "layer_norm");
