@@ -4,13 +4,19 @@
 // [8192, 1024] (forward+backward) and a composite softmax over [8192, 1024] (forward). Ideal bytes:
 // inputs read once plus outputs written once. BM_LlvmCompileGelu times code generation of the GELU
 // forward and backward kernels: cold (no caches) and warm from the disk cache, as a new process
-// loads them.
+// loads them. BM_RowProgramLlvm compiles the row programs of softmax and layer_norm (Note [Row
+// programs]) for [8192, 1024] and times them beside the hand-written CPU kernels eager runs.
 #include <chrono>
 
 #include "bench_util.h"
 #include "kiln/codegen/llvm/llvm_backend.h"
 #include "kiln/frontend/compile/plan.h"
+#include "kiln/kernel_ir/kernel_passes.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/kernel_args.h"
+#include "kiln/runtime/kernels/nn_attrs.h"
+#include "kiln/runtime/kernels/row_programs.h"
+#include "kiln/runtime/op_table.h"
 
 namespace {
 
@@ -168,5 +174,49 @@ void BM_LlvmCompileGelu(benchmark::State& state) {
   state.SetLabel(state.range(0) ? "warm (disk cache)" : "cold");
 }
 BENCHMARK(BM_LlvmCompileGelu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(10);
+
+// Arg 0: softmax, 1: layer_norm (no affine). The op's row program specialized to [8192, 1024]
+// and compiled by LLVM, against the hand-written CPU kernel of the eager op on the same input:
+// the measurement that decides which one eager runs (Note [Row programs]). Reports both medians
+// and llvm_over_eager (above 1: the hand-written kernel is faster).
+void BM_RowProgramLlvm(benchmark::State& state) {
+  bool ln = state.range(0) != 0;
+  const kiln::OpDef& op = kiln::get_op(ln ? "layer_norm" : "softmax");
+  kiln::SoftmaxAttrs sa{1};
+  kiln::LayerNormAttrs la{{kCols}, 1e-5, false, false};
+  const void* attrs = ln ? static_cast<const void*>(&la) : &sa;
+  Tensor x = kiln::randn({kRows, kCols}), out = kiln::empty({kRows, kCols});
+  std::vector<Tensor> inputs{x};
+  kiln::RowCall call = kiln::row_call(op, inputs, out, attrs);
+  std::vector<int64_t> extents;
+  for (const Tensor& t : call.buffers)
+    extents.push_back(t.numel());
+  kiln::kir::Kernel k = kiln::kir::specialize_sizes(kiln::row_program(op, kiln::kFloat32, attrs),
+                                                    call.sizes, extents);
+  auto compiled = kiln::codegen::llvm_compile(k);
+  std::vector<kiln::kir::BoundBuffer> bound = kiln::kir::bind_arguments(k, call.buffers, "bench");
+  auto eager = [&] { return ln ? kiln::layer_norm(x, {kCols}) : kiln::softmax(x, 1); };
+  auto time = [](const std::function<void()>& f) {
+    auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<double> llvm_s, eager_s;
+  for (auto _ : state) {
+    llvm_s.push_back(time([&] { kiln::codegen::llvm_run(*compiled, k, bound); }));
+    state.PauseTiming();
+    eager_s.push_back(time([&] { benchmark::DoNotOptimize(eager().raw_data()); }));
+    state.ResumeTiming();
+  }
+  std::sort(llvm_s.begin(), llvm_s.end());
+  std::sort(eager_s.begin(), eager_s.end());
+  double l = llvm_s[llvm_s.size() / 2], e = eager_s[eager_s.size() / 2];
+  double bytes = 2.0 * kRows * kCols * 4;
+  state.counters["llvm_GB/s"] = bytes / l * 1e-9;
+  state.counters["eager_GB/s"] = bytes / e * 1e-9;
+  state.counters["llvm_over_eager"] = l / e;
+  state.SetLabel(ln ? "layer_norm" : "softmax");
+}
+BENCHMARK(BM_RowProgramLlvm)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
