@@ -4,6 +4,7 @@
 # and the same workloads in PyTorch when torch imports there. Logs go to $OUT (or ./gpu-out).
 #
 #   scripts/gpu_run.sh [BUILD_DIR]        (default build-gpu)
+#   KILN_GPU_BENCH=0 scripts/gpu_run.sh   (the tests only)
 set -uo pipefail
 build=${1:-build-gpu}
 out=${OUT:-$PWD/gpu-out}
@@ -22,11 +23,12 @@ for suite in runtime opinfo codegen compile; do
     grep -E '^\[row|^\[  (PASSED|FAILED|SKIPPED)|FAILED|Failure|tests ran' || true
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 done
-if [[ -x $build/bench/kiln_bench_cuda ]]; then
+bench=${KILN_GPU_BENCH:-1}
+if [[ $bench == 1 && -x $build/bench/kiln_bench_cuda ]]; then
   echo "== kiln_bench_cuda"
   "$build/bench/kiln_bench_cuda" --benchmark_counters_tabular=true 2>&1 | tee "$out/bench_cuda.log" | tail -25
 fi
-if python3 -c 'import torch' 2>/dev/null; then
+if [[ $bench == 1 ]] && python3 -c 'import torch' 2>/dev/null; then
   echo "== torch_cuda_bench.py"
   PYTHONUNBUFFERED=1 timeout 240 python3 bench/torch_cuda_bench.py --json "$out/torch.json" 2>&1 | tee "$out/torch.log"
 fi

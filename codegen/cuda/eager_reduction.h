@@ -1,5 +1,5 @@
-// Shape-generic CUDA kernels for eager reductions over dims (Note [Eager CUDA reduction kernels]
-// in eager_reduction.cpp). Building the source needs neither NVRTC nor a GPU.
+// The launch layout of an eager CUDA reduction over dims (Note [Eager CUDA reduction layouts] in
+// eager_reduction.cpp): the input's dims merged into kept and reduced ones, and the form.
 #pragma once
 
 #include <span>
@@ -10,28 +10,10 @@
 
 namespace kiln::codegen::cuda {
 
-struct EagerReductionSpec {
-  std::string name;  // names the kernel: kiln_eager_reduce_<name>_rows and _cols
-  kir::ReduceOp op = kir::ReduceOp::Sum;
-  DType input = kFloat32;
-  DType accumulate = kFloat32;  // what elements are converted to and combined in
-  DType output = kFloat32;
-  bool scaled = false;  // the result is multiplied by the launch's `scale` (mean)
-};
-
-// Two entries, each taking (output, input, KilnEagerIndexer kept, KilnEagerIndexer reduced,
-// double scale):
-// - 0, kiln_eager_reduce_<name>_rows (BlockPerRow): a block per output element, its threads
-//   striding over the reduced elements, then a warp-shuffle and shared-memory reduction;
-// - 1, kiln_eager_reduce_<name>_cols (ThreadPerRow): a thread per output element, reducing
-//   serially, for layouts where neighbouring outputs read neighbouring inputs.
-// Both walk their outputs with a grid-stride loop (CudaEntry::work is 0: the launch gives it).
-CudaSource eager_reduction_source(const EagerReductionSpec& spec);
-
 struct EagerReductionLayout {
   EagerIndexer kept;     // the output's elements: operand 0 the output's offsets, 1 the input's
   EagerIndexer reduced;  // one output's reduced elements: operand 0 the input's offsets
-  int entry = 0;         // 0: block per output (rows), 1: thread per output (cols)
+  int entry = 0;         // 0: a block per output, 1: a thread per output
 };
 
 // The launch of a reduction of an input with `sizes` and `strides` over `reduced_dims` (in

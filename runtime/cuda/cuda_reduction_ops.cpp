@@ -1,19 +1,19 @@
-// Eager reductions over dims on CUDA devices: sum, mean, prod, amax and amin, each run by a
-// shape-generic NVRTC kernel (Note [Eager CUDA reduction kernels] in
-// codegen/cuda/eager_reduction.cpp), built on the first call with its op and dtypes.
+// Eager reductions over dims on CUDA devices: sum, mean, prod, amax and amin, each run by the
+// kernel generated from its reduction program (Note [Reduction programs] in
+// runtime/kernels/reduction_programs.cpp) for the launch's layout rank and form (Note [Eager
+// CUDA reduction layouts] in codegen/cuda/eager_reduction.cpp), built on first use.
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
 
-#include <fmt/format.h>
-
 #include <functional>
-#include <limits>
 #include <vector>
 
 #include "kiln/base/error.h"
+#include "kiln/codegen/cuda/cuda_emitter.h"
 #include "kiln/codegen/cuda/eager_reduction.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
+#include "kiln/runtime/kernels/reduction_programs.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"
 #include "kiln/runtime/op_table.h"
 
@@ -35,6 +35,50 @@ bool needs_nonempty(const OpDef& op) {
   return op.name == "amax" || op.name == "amin";
 }
 
+struct ReductionKey {
+  ReductionProgramSpec spec;
+  int device = 0;
+  bool operator==(const ReductionKey&) const = default;
+};
+struct ReductionKeyHash {
+  size_t operator()(const ReductionKey& k) const {
+    const ReductionProgramSpec& s = k.spec;
+    return static_cast<size_t>(s.op) | static_cast<size_t>(s.input) << 3 |
+           static_cast<size_t>(s.accumulate) << 8 | static_cast<size_t>(s.output) << 13 |
+           static_cast<size_t>(s.mean) << 18 | static_cast<size_t>(s.kept_dims) << 19 |
+           static_cast<size_t>(s.reduced_dims) << 23 | static_cast<size_t>(s.serial) << 27 |
+           static_cast<size_t>(k.device) << 28;
+  }
+};
+
+}  // namespace
+
+cg::EagerReductionLayout reduction_launch_layout(const OpDef& op, const Tensor& x,
+                                                 const Tensor& out, const void* attrs) {
+  const auto& a = attrs_as<ReduceAttrs>(attrs);
+  ReducePlan p = plan_reduction(op, x, a.dims);
+  std::vector<int64_t> out_strides;
+  for (size_t i = 0; i < p.kept.size(); ++i)
+    out_strides.push_back(out.stride(a.keepdim ? p.kept[i] : static_cast<int64_t>(i)));
+  return cg::make_eager_reduction_layout(op.name, x.sizes(), x.strides(), p.reduced, out_strides);
+}
+
+ReductionLayout reduction_layout_of(const cg::EagerReductionLayout& l) {
+  ReductionLayout r;
+  for (int d = 0; d < l.kept.ndim; ++d) {
+    r.kept_sizes.push_back(l.kept.sizes[d]);
+    r.out_strides.push_back(l.kept.strides[0][d]);
+    r.in_kept_strides.push_back(l.kept.strides[1][d]);
+  }
+  for (int d = 0; d < l.reduced.ndim; ++d) {
+    r.reduced_sizes.push_back(l.reduced.sizes[d]);
+    r.in_reduced_strides.push_back(l.reduced.strides[0][d]);
+  }
+  return r;
+}
+
+namespace {
+
 void reduction_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                            std::span<const Tensor> inputs, const void* attrs) {
   const auto& a = attrs_as<ReduceAttrs>(attrs);
@@ -43,44 +87,32 @@ void reduction_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   KILN_CHECK(x.device() == out.device(),
              "{}: expected the input and output on one device, got {} and {}", op.name, x.device(),
              out.device());
-  ReducePlan p = plan_reduction(op, x, a.dims);
-  if (needs_nonempty(op)) check_nonempty_reduction(op, x, p);
+  if (needs_nonempty(op)) check_nonempty_reduction(op, x, plan_reduction(op, x, a.dims));
   if (out.numel() == 0) return;
-  std::vector<int64_t> out_strides;
-  for (size_t i = 0; i < p.kept.size(); ++i)
-    out_strides.push_back(out.stride(a.keepdim ? p.kept[i] : static_cast<int64_t>(i)));
-  cg::EagerReductionLayout layout =
-      cg::make_eager_reduction_layout(op.name, x.sizes(), x.strides(), p.reduced, out_strides);
-  double scale = 1;
-  if (op.name == "mean") {
-    scale = p.reduced_numel == 0 ? std::numeric_limits<double>::quiet_NaN()
-                                 : 1.0 / static_cast<double>(p.reduced_numel);
-  }
-  cuda::OpDTypeKey key{&op, x.dtype(), out.dtype(), out.device().index};
-  auto kernel = cuda::op_dtype_kernels().get(
-      key, key.device, 2, [&] { return cuda_reduction_source(op, x.dtype(), out.dtype()); });
+  cg::EagerReductionLayout layout = reduction_launch_layout(op, x, out, attrs);
+  // The kernel generated from the reduction program of this op, dtypes and layout rank (Note
+  // [Reduction programs]), with the layout's sizes and strides as its size parameters.
+  ReductionProgramSpec spec = reduction_spec(op, x.dtype(), out.dtype());
+  spec.kept_dims = layout.kept.ndim;
+  spec.reduced_dims = layout.reduced.ndim;
+  spec.serial = layout.entry == 1;
+  ReductionKey key{spec, out.device().index};
+  // Never destroyed: kernels may run during exit.
+  static auto* kernels = new cuda::EagerKernelCache<ReductionKey, ReductionKeyHash>();
+  auto kernel =
+      kernels->get(key, key.device, 2, [&] { return cg::emit_cuda(reduction_program(spec)); });
+  std::vector<long long> sizes;
+  for (int64_t v : reduction_layout_of(layout).sizes())
+    sizes.push_back(v);
   void* out_ptr = out.impl()->data();
   void* in_ptr = x.impl()->data();
-  void* args[] = {&out_ptr, &in_ptr, &layout.kept, &layout.reduced, &scale};
-  kernel->launch_entry(static_cast<size_t>(layout.entry), args, layout.kept.numel);
+  std::vector<void*> args{&out_ptr, &in_ptr};
+  for (long long& v : sizes)
+    args.push_back(&v);
+  kernel->launch_entry(0, args, layout.kept.numel);
 }
 
 }  // namespace
-
-cg::CudaSource cuda_reduction_source(const OpDef& op, DType input, DType output) {
-  cg::EagerReductionSpec spec;
-  spec.name = fmt::format("{}_{}_{}", op.name, input, output);
-  spec.op = reduce_op_of(op);
-  spec.input = input;
-  // sum, mean and prod of floats in double, as the CPU merges its blocks (and multiplies) in
-  // double: a float32 prod of [1e30, 1e30, 1e-30, 1e-30] is 1 on both devices, not inf on one.
-  // amax and amin are exact in any type.
-  bool extremum = spec.op == kir::ReduceOp::Max || spec.op == kir::ReduceOp::Min;
-  spec.accumulate = is_floating(output) && !extremum ? kFloat64 : reduction_compute_dtype(output);
-  spec.output = output;
-  spec.scaled = op.name == "mean";
-  return cg::eager_reduction_source(spec);
-}
 
 bool has_cuda_reduction_kernel(const OpDef& op) {
   return op.compute[static_cast<int>(DispatchKey::CUDA)] == reduction_cuda_kernel;

@@ -3,13 +3,20 @@
 #pragma once
 
 #include "kiln/codegen/cuda/cuda_emitter.h"
+#include "kiln/codegen/cuda/eager_reduction.h"
+#include "kiln/runtime/kernels/reduction_programs.h"
 #include "kiln/runtime/op_def.h"
 
 namespace kiln {
 
-// The CUDA C of reduction `op`'s eager kernel for an input of dtype `input` and an output of
-// dtype `output` (the op's dtype rule). Needs neither NVRTC nor a GPU; tests compile it.
-codegen::cuda::CudaSource cuda_reduction_source(const OpDef& op, DType input, DType output);
+// How the call op(x) -> out with these ReduceAttrs is laid out: the merged kept and reduced
+// dims, and which form (a block or a thread per output) runs it.
+codegen::cuda::EagerReductionLayout reduction_launch_layout(const OpDef& op, const Tensor& x,
+                                                            const Tensor& out, const void* attrs);
+
+// The size parameters of a reduction program (Note [Reduction programs]) for a launch laid out
+// by make_eager_reduction_layout (merged kept and reduced dims).
+ReductionLayout reduction_layout_of(const codegen::cuda::EagerReductionLayout& layout);
 
 // True for the ops whose CUDA kernel is this file's.
 bool has_cuda_reduction_kernel(const OpDef& op);

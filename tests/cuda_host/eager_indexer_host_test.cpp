@@ -1,4 +1,4 @@
-// The geometry of the eager CUDA reduction kernels (Note [Eager CUDA reduction kernels]):
+// The geometry of the eager CUDA reduction kernels (Note [Eager CUDA reduction layouts]):
 // make_eager_reduction_layout's indexers, walked by the generated kiln_eager_offset compiled for
 // the host, in the kernels' loop order (an output's offsets, then each reduced element's),
 // reduce every layout a view can have to what a straightforward loop over the input's

@@ -1,8 +1,8 @@
-// Eager CUDA reduction and normalization kernels (Note [Eager CUDA reduction kernels], Note
-// [Eager CUDA normalization kernels]): without a GPU, the kernel of every reduction with a CUDA
-// kernel, for every input dtype its rules accept, and of softmax, log_softmax and layer_norm for
-// every floating dtype, and of the random ops and arange (Note [Random streams]), compiles with
-// NVRTC to PTX for sm_80 and sm_90. (On a GPU,
+// Eager CUDA reduction and normalization kernels (Note [Reduction programs], Note [Row
+// programs], Note [Eager CUDA normalization kernels]): without a GPU, the kernel of every
+// reduction with a CUDA kernel, for every input dtype its rules accept, and of softmax,
+// log_softmax and layer_norm for every floating dtype, and of the random ops and arange (Note
+// [Random streams]), compiles with NVRTC to PTX for sm_80 and sm_90. (On a GPU,
 // cuda_eager_opinfo_test.cpp runs them against the CPU kernels on every OpInfo sample; the host
 // test eager_indexer_host_test.cpp checks the reductions' geometry.)
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
+#include "kiln/runtime/kernels/reduction_programs.h"
 #include "kiln/runtime/kernels/row_programs.h"
 #include "kiln/runtime/op_table.h"
 #include "opinfo/cuda_ptx_util.h"
@@ -30,73 +31,28 @@ using kiln::DType;
 using kiln_test::count;
 using kiln_test::ptx_for_sm80_and_sm90;
 
-TEST(CudaEagerReduction, EveryKernelCompilesToPtxForSm80AndSm90) {
-  if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
-  const DType kDTypes[] = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16,
-                           kiln::kInt64,   kiln::kInt32,   kiln::kBool};
-  std::string tu;
-  std::set<std::string> ops;
-  size_t kernels = 0;
-  for (const kiln::OpDef* op : kiln::OpTable::instance().ops()) {
-    if (!kiln::has_cuda_reduction_kernel(*op)) continue;
-    kiln::ReduceAttrs attrs;
-    for (DType t : kDTypes) {
-      kiln::Shape sizes{3};
-      kiln::MetaRef in{sizes, {}, 0, t, kiln::kCPU};
-      DType out;
-      try {
-        out = op->dtype(*op, std::span(&in, 1), &attrs, 0);
-      } catch (const kiln::Error&) {
-        continue;  // the op rejects this dtype (mean of an integer)
-      }
-      cg::CudaSource src = kiln::cuda_reduction_source(*op, t, out);
-      ASSERT_EQ(src.entries.size(), 2u);
-      EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow);
-      EXPECT_EQ(src.entries[1].mapping, cg::Mapping::ThreadPerRow);
-      if (tu.empty())
-        tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
-      tu += src.code;
-      ops.insert(op->name);
-      ++kernels;
-    }
-  }
-  for (const char* name : {"sum", "mean", "prod", "amax", "amin"})
-    EXPECT_TRUE(ops.count(name)) << name << " has no CUDA reduction kernel";
-  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "eager_reduction_corpus")) {
-    EXPECT_EQ(count(ptx, ".entry"), 2 * kernels);
-    // The rows entries reduce across the block with warp shuffles.
-    EXPECT_GE(count(ptx, "shfl.sync.bfly"), kernels);
-  }
-  std::printf(
-      "[cuda eager] %zu reduction kernels of %zu ops, compiled to PTX for sm_80 and sm_90\n",
-      kernels, ops.size());
-}
-
+// The dtypes each reduction accumulates in (reduction_spec, Note [Reduction programs]): float
+// sums, means and products in double (the CPU merges blocks and multiplies in double), amax of
+// a float16 in float32, integer sums in int64 (the output's dtype), bool amax through int64 as
+// the CPU's reduction_compute_dtype; mean divides by the count in double, a sum does not.
 TEST(CudaEagerReduction, AccumulatesAsTheCpuKernels) {
-  // Float sums, means and products in double (the CPU merges blocks and multiplies in double),
-  // amax of a float16 in float32, integer sums in int64 (the output's dtype), bool amax through
-  // int64 as the CPU's reduction_compute_dtype; mean scales by the launch's factor in double.
   const kiln::OpDef& sum = kiln::get_op("sum");
   const kiln::OpDef& mean = kiln::get_op("mean");
   const kiln::OpDef& prod = kiln::get_op("prod");
   const kiln::OpDef& amax = kiln::get_op("amax");
-  auto code = [](const kiln::OpDef& op, DType in, DType out) {
-    return kiln::cuda_reduction_source(op, in, out).code;
-  };
-  std::string half_sum = code(sum, kiln::kFloat16, kiln::kFloat16);
-  EXPECT_NE(half_sum.find("double acc"), std::string::npos) << half_sum;
-  std::string f32_prod = code(prod, kiln::kFloat32, kiln::kFloat32);
-  EXPECT_NE(f32_prod.find("double acc"), std::string::npos) << f32_prod;
-  std::string half_max = code(amax, kiln::kFloat16, kiln::kFloat16);
-  EXPECT_NE(half_max.find("float acc"), std::string::npos) << half_max;
-  std::string ints = code(sum, kiln::kInt32, kiln::kInt64);
-  EXPECT_NE(ints.find("long long acc"), std::string::npos) << ints;
-  std::string bools = code(amax, kiln::kBool, kiln::kBool);
-  EXPECT_NE(bools.find("long long acc"), std::string::npos) << bools;
-  std::string m = code(mean, kiln::kFloat32, kiln::kFloat32);
-  EXPECT_NE(m.find("acc * (double)scale"), std::string::npos) << m;
-  std::string s = code(sum, kiln::kFloat32, kiln::kFloat32);
-  EXPECT_EQ(s.find("(double)scale"), std::string::npos) << "a sum is not scaled\n" << s;
+  EXPECT_EQ(kiln::reduction_spec(sum, kiln::kFloat16, kiln::kFloat16).accumulate, kiln::kFloat64);
+  EXPECT_EQ(kiln::reduction_spec(prod, kiln::kFloat32, kiln::kFloat32).accumulate, kiln::kFloat64);
+  EXPECT_EQ(kiln::reduction_spec(amax, kiln::kFloat16, kiln::kFloat16).accumulate, kiln::kFloat32);
+  EXPECT_EQ(kiln::reduction_spec(sum, kiln::kInt32, kiln::kInt64).accumulate, kiln::kInt64);
+  EXPECT_EQ(kiln::reduction_spec(amax, kiln::kBool, kiln::kBool).accumulate, kiln::kInt64);
+  kiln::ReductionProgramSpec m = kiln::reduction_spec(mean, kiln::kFloat32, kiln::kFloat32);
+  m.kept_dims = m.reduced_dims = 1;
+  std::string text = kiln::reduction_program(m).str();
+  EXPECT_NE(text.find("1.0 / f64(%count)"), std::string::npos) << text;
+  kiln::ReductionProgramSpec s = kiln::reduction_spec(sum, kiln::kFloat32, kiln::kFloat32);
+  s.kept_dims = s.reduced_dims = 1;
+  text = kiln::reduction_program(s).str();
+  EXPECT_EQ(text.find("%count)"), std::string::npos) << "a sum is not divided\n" << text;
 }
 
 TEST(CudaEagerNormalization, EveryKernelCompilesToPtxForSm80AndSm90) {
@@ -188,6 +144,65 @@ TEST(CudaEagerNormalization, EveryRowProgramCompilesToPtxForSm80AndSm90) {
     EXPECT_EQ(count(ptx, ".entry"), kernels);
     EXPECT_GE(count(ptx, "shfl.sync.bfly"), 2 * kernels);
   }
+}
+
+// The eager CUDA reductions generated from the reduction programs (Note [Reduction programs]):
+// every op and dtype in both forms, over layouts of 0 to 3 kept and 1 to 3 reduced dims on the
+// common dtypes, compiles for sm_80 and sm_90; the vector form reduces across the block.
+TEST(CudaEagerReduction, EveryReductionProgramCompilesToPtxForSm80AndSm90) {
+  if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
+  std::string tu;
+  size_t kernels = 0, block_forms = 0;
+  std::set<std::string> ops;
+  const DType kDTypes[] = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16,
+                           kiln::kInt64,   kiln::kInt32,   kiln::kBool};
+  for (const kiln::OpDef* op : kiln::OpTable::instance().ops()) {
+    if (!kiln::has_cuda_reduction_kernel(*op)) continue;
+    kiln::ReduceAttrs attrs;
+    for (DType t : kDTypes) {
+      kiln::Shape sizes{3};
+      kiln::MetaRef in{sizes, {}, 0, t, kiln::kCPU};
+      DType out;
+      try {
+        out = op->dtype(*op, std::span(&in, 1), &attrs, 0);
+      } catch (const kiln::Error&) {
+        continue;  // the op rejects this dtype (mean of an integer)
+      }
+      ops.insert(op->name);
+      // Every rank on the common dtypes, one kept and one reduced dim on the others.
+      bool common = t == kiln::kFloat32 || t == kiln::kFloat16 || t == kiln::kInt64;
+      for (int kept = common ? 0 : 1; kept <= (common ? 3 : 1); ++kept) {
+        for (int reduced = 1; reduced <= (common ? 3 : 1); ++reduced) {
+          for (bool serial : {false, true}) {
+            kiln::ReductionProgramSpec spec = kiln::reduction_spec(*op, t, out);
+            spec.kept_dims = kept;
+            spec.reduced_dims = reduced;
+            spec.serial = serial;
+            cg::CudaSource src = cg::emit_cuda(kiln::reduction_program(spec));
+            ASSERT_EQ(src.entries.size(), 1u) << src.str();
+            if (!serial) {
+              EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow) << src.str();
+              ++block_forms;
+            }
+            if (tu.empty())
+              tu =
+                  src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
+            tu += src.code;
+            ++kernels;
+          }
+        }
+      }
+    }
+  }
+  for (const char* name : {"sum", "mean", "prod", "amax", "amin"})
+    EXPECT_TRUE(ops.count(name)) << name << " has no CUDA reduction kernel";
+  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "reduction_program_corpus")) {
+    EXPECT_EQ(count(ptx, ".entry"), kernels);
+    EXPECT_GE(count(ptx, "shfl.sync.bfly"), block_forms);
+  }
+  std::printf(
+      "[cuda eager] %zu reduction kernels of %zu ops, compiled to PTX for sm_80 and sm_90\n",
+      kernels, ops.size());
 }
 
 }  // namespace

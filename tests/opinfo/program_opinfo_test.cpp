@@ -1,0 +1,195 @@
+// The row programs (Note [Row programs] in runtime/kernels/row_programs.cpp) and the reduction
+// programs (Note [Reduction programs]) against the eager CPU kernels: on every OpInfo sample
+// that reaches softmax, log_softmax, layer_norm, sum, mean, prod, amax or amin, the op's program
+// run by the kernel-IR interpreter gives the CPU kernel's result (reductions in both forms,
+// vector and serial). The sums run in another order (the CPU's blocks of 1024 are combined in
+// double; a row program accumulates in the compute dtype), so floating results agree to a
+// tolerance that grows with the count of reduced elements; integer results are identical.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "kiln/kernel_ir/kernel_ir.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
+#include "kiln/runtime/cuda/cuda_reduction_ops.h"
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/kernel_args.h"
+#include "kiln/runtime/kernels/reduction_programs.h"
+#include "kiln/runtime/kernels/row_programs.h"
+#include "kiln/runtime/op_table.h"
+#include "opinfo/op_info.h"
+
+namespace kiln_test {
+namespace {
+
+using kiln::DType;
+using kiln::Tensor;
+namespace kir = kiln::kir;
+
+struct Counts {
+  int calls = 0;
+  std::set<std::string> ops;
+  double worst = 0;  // the largest difference, in units of the tolerance's epsilon
+};
+Counts& counts() {
+  static Counts c;
+  return c;
+}
+
+double epsilon_of(DType t) {
+  switch (t) {
+    case kiln::kFloat64:
+      return 0x1p-52;
+    case kiln::kFloat32:
+      return 0x1p-23;
+    case kiln::kBFloat16:
+      return 0x1p-7;
+    default:
+      return 0x1p-10;
+  }
+}
+
+// `got` (the program's result) against `eager` (the CPU kernel's) for a reduction over `n`
+// elements.
+void compare(const kiln::OpDef& op, const Tensor& got, const Tensor& eager, int64_t n) {
+  ++counts().calls;
+  counts().ops.insert(op.name);
+  if (!kiln::is_floating(eager.dtype())) {
+    EXPECT_EQ(got.to(kiln::kInt64).to_vector<int64_t>(),
+              eager.to(kiln::kInt64).to_vector<int64_t>())
+        << op.name;
+    return;
+  }
+  double eps = epsilon_of(eager.dtype());
+  double scale = 8 + static_cast<double>(n) / 16;
+  std::vector<double> g = got.to(kiln::kFloat64).contiguous().to_vector<double>();
+  std::vector<double> w = eager.to(kiln::kFloat64).contiguous().to_vector<double>();
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (std::isnan(w[i])) {
+      ASSERT_TRUE(std::isnan(g[i])) << op.name << " element " << i << ": " << g[i] << ", CPU NaN";
+      continue;
+    }
+    if (std::isinf(w[i])) {
+      ASSERT_EQ(g[i], w[i]) << op.name << " element " << i;
+      continue;
+    }
+    double diff = std::abs(g[i] - w[i]) / (eps * (1 + std::abs(w[i])));
+    counts().worst = std::max(counts().worst, diff);
+    ASSERT_LE(diff, scale) << op.name << " element " << i << ": program " << g[i] << ", CPU "
+                           << w[i] << " (" << n << " elements reduced)";
+  }
+}
+
+// Runs `k` in the interpreter on `buffers` and `sizes`; false (with a failure) when it throws.
+bool run(const kir::Kernel& k, const std::vector<Tensor>& buffers,
+         const std::vector<int64_t>& sizes) {
+  EXPECT_NO_THROW(kir::verify(k)) << k.str();
+  EXPECT_FALSE(k.sizes().empty()) << "a program takes its sizes at launch\n" << k.str();
+  try {
+    kir::run_kernel(k, buffers, sizes);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what() << "\n" << k.str();
+    return false;
+  }
+  return true;
+}
+
+// op(args) by the row program in the interpreter, against `eager`, the CPU kernel's output.
+void check_row_call(const kiln::OpDef& op, const void* attrs, const std::vector<Tensor>& args,
+                    const Tensor& eager) {
+  Tensor out = kiln::empty_tensor(eager.sizes(), eager.dtype(), eager.device());
+  kiln::RowCall call = kiln::row_call(op, args, out, attrs);
+  if (!run(kiln::row_program(op, args[0].dtype(), attrs), call.buffers, call.sizes)) return;
+  compare(op, call.copy_back ? call.result : out, eager, call.row_length);
+}
+
+bool has_reduction_program(const kiln::OpDef& op) {
+  return kiln::has_cuda_reduction_kernel(op);
+}
+
+// op(args) by the reduction program in the interpreter, in both forms, against `eager`.
+void check_reduction_call(const kiln::OpDef& op, const void* attrs, const std::vector<Tensor>& args,
+                          const Tensor& eager) {
+  for (bool serial : {false, true}) {
+    Tensor out = kiln::empty_tensor(eager.sizes(), eager.dtype(), eager.device());
+    auto layout = kiln::reduction_launch_layout(op, args[0], out, attrs);
+    kiln::ReductionProgramSpec spec = kiln::reduction_spec(op, args[0].dtype(), out.dtype());
+    spec.kept_dims = layout.kept.ndim;
+    spec.reduced_dims = layout.reduced.ndim;
+    spec.serial = serial;
+    kiln::ReductionLayout sizes = kiln::reduction_layout_of(layout);
+    if (!run(kiln::reduction_program(spec), {out, args[0]}, sizes.sizes())) return;
+    compare(op, out, eager, sizes.reduced_numel());
+  }
+}
+
+bool has_row_program(const kiln::OpDef& op) {
+  return op.row_program != nullptr;
+}
+
+bool has_program(const kiln::OpDef& op) {
+  return has_row_program(op) || has_reduction_program(op);
+}
+
+void check_sample(const Sample& s) {
+  kiln::TracedFunction f = kiln::trace(s.call, s.inputs);
+  replay_graph(f.graph(), s.inputs, [](const kiln::ir::Node& node, const std::vector<Tensor>& a) {
+    std::vector<Tensor> outs = kiln::call_op(*node.op(), a, node.attrs());
+    if (outs[0].numel() > 0 && has_row_program(*node.op()))
+      check_row_call(*node.op(), node.attrs(), a, outs[0]);
+    if (outs[0].numel() > 0 && has_reduction_program(*node.op()))
+      check_reduction_call(*node.op(), node.attrs(), a, outs[0]);
+    return outs;
+  });
+}
+
+std::vector<std::string> program_opinfo_names() {
+  std::vector<std::string> names;
+  for (const std::string& n : opinfo_names()) {
+    for (const std::string& c : find_opinfo(n).covers) {
+      const kiln::OpDef* op = kiln::OpTable::instance().find(c);
+      if (op != nullptr && has_program(*op)) {
+        names.push_back(n);
+        break;
+      }
+    }
+  }
+  return names;
+}
+
+class ProgramOpInfo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProgramOpInfo, InterpreterMatchesTheCpuKernel) {
+  for_each_sample(find_opinfo(GetParam()), check_sample);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, ProgramOpInfo, ::testing::ValuesIn(program_opinfo_names()),
+                         opinfo_test_name);
+
+TEST(RowPrograms, EveryProgramOpHasOneAndTheOpInfoSamplesReachEach) {
+  for (const char* name : {"softmax", "log_softmax", "layer_norm"})
+    EXPECT_NE(kiln::get_op(name).row_program, nullptr) << name;
+  std::set<std::string> reached;
+  for (const std::string& n : program_opinfo_names())
+    for (const std::string& c : find_opinfo(n).covers)
+      reached.insert(c);
+  for (const char* name :
+       {"softmax", "log_softmax", "layer_norm", "sum", "mean", "prod", "amax", "amin"})
+    EXPECT_TRUE(reached.count(name)) << "no OpInfo covers " << name;
+}
+
+class ReportCounts : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (counts().calls == 0) return;
+    std::printf("[programs] %d calls of %zu ops compared with the CPU kernels; worst %.3g eps\n",
+                counts().calls, counts().ops.size(), counts().worst);
+  }
+};
+[[maybe_unused]] auto* const kReport = ::testing::AddGlobalTestEnvironment(new ReportCounts());
+
+}  // namespace
+}  // namespace kiln_test
