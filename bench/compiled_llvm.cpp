@@ -175,10 +175,11 @@ void BM_LlvmCompileGelu(benchmark::State& state) {
 }
 BENCHMARK(BM_LlvmCompileGelu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(10);
 
-// Arg 0: softmax, 1: layer_norm (no affine). The op's row program specialized to [8192, 1024]
-// and compiled by LLVM, against the hand-written CPU kernel of the eager op on the same input:
-// the measurement that decides which one eager runs (Note [Row programs]). Reports both medians
-// and llvm_over_eager (above 1: the hand-written kernel is faster).
+// Args (op, sized): op 0 softmax, 1 layer_norm (no affine); sized 0: the op's row program
+// specialized to [8192, 1024], 1: compiled once with its sizes as parameters (Note [Size
+// parameters]). Compiled by LLVM and timed against the hand-written CPU kernel of the eager op on
+// the same input: the measurement that decides which one eager runs (Note [Row programs]).
+// Reports both rates and llvm_over_eager (above 1: the hand-written kernel is faster).
 void BM_RowProgramLlvm(benchmark::State& state) {
   bool ln = state.range(0) != 0;
   const kiln::OpDef& op = kiln::get_op(ln ? "layer_norm" : "softmax");
@@ -191,8 +192,10 @@ void BM_RowProgramLlvm(benchmark::State& state) {
   std::vector<int64_t> extents;
   for (const Tensor& t : call.buffers)
     extents.push_back(t.numel());
-  kiln::kir::Kernel k = kiln::kir::specialize_sizes(kiln::row_program(op, kiln::kFloat32, attrs),
-                                                    call.sizes, extents);
+  bool sized = state.range(1) != 0;
+  kiln::kir::Kernel k = kiln::row_program(op, kiln::kFloat32, attrs);
+  if (!sized) k = kiln::kir::specialize_sizes(k, call.sizes, extents);
+  std::vector<int64_t> sizes = sized ? call.sizes : std::vector<int64_t>{};
   auto compiled = kiln::codegen::llvm_compile(k);
   std::vector<kiln::kir::BoundBuffer> bound = kiln::kir::bind_arguments(k, call.buffers, "bench");
   auto eager = [&] { return ln ? kiln::layer_norm(x, {kCols}) : kiln::softmax(x, 1); };
@@ -203,7 +206,7 @@ void BM_RowProgramLlvm(benchmark::State& state) {
   };
   std::vector<double> llvm_s, eager_s;
   for (auto _ : state) {
-    llvm_s.push_back(time([&] { kiln::codegen::llvm_run(*compiled, k, bound); }));
+    llvm_s.push_back(time([&] { kiln::codegen::llvm_run(*compiled, k, bound, sizes); }));
     state.PauseTiming();
     eager_s.push_back(time([&] { benchmark::DoNotOptimize(eager().raw_data()); }));
     state.ResumeTiming();
@@ -215,8 +218,14 @@ void BM_RowProgramLlvm(benchmark::State& state) {
   state.counters["llvm_GB/s"] = bytes / l * 1e-9;
   state.counters["eager_GB/s"] = bytes / e * 1e-9;
   state.counters["llvm_over_eager"] = l / e;
-  state.SetLabel(ln ? "layer_norm" : "softmax");
+  state.SetLabel(std::string(ln ? "layer_norm" : "softmax") + (sized ? ", sizes at launch" : ""));
 }
-BENCHMARK(BM_RowProgramLlvm)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RowProgramLlvm)
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

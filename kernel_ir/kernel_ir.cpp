@@ -17,13 +17,16 @@ namespace kiln::kir {
 
 namespace {
 constexpr int64_t kParallelGrainWork = 1 << 15;
+constexpr int64_t kSizedLoopGuess = 1024;
 
 // Innermost iterations of one iteration of a loop with this body (saturating).
 int64_t innermost_work(const std::vector<Stmt>& body) {
   int64_t w = 1;
   for (const Stmt& s : body) {
+    // A loop that runs to a size parameter counts as kSizedLoopGuess iterations.
+    int64_t extent = s.extent_size >= 0 ? kSizedLoopGuess : s.extent;
     int64_t inner = s.kind == StmtKind::Loop
-                        ? std::min<int64_t>(s.extent, kParallelGrainWork) * innermost_work(s.body)
+                        ? std::min<int64_t>(extent, kParallelGrainWork) * innermost_work(s.body)
                     : s.kind == StmtKind::If
                         ? std::max(innermost_work(s.body), innermost_work(s.else_body))
                         : 0;

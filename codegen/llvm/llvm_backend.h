@@ -35,6 +35,9 @@ class LlvmKernel final : public CompiledKernel {
   std::string_view backend() const override { return "llvm"; }
   // Throws kiln::Error naming the expression when the kernel divided an integer by zero.
   void launch(std::span<void* const> buffers) const override;
+  // A kernel with size parameters takes their values (Note [Size parameters]); unchecked: the
+  // caller has bounded the indices (llvm_run does).
+  void launch(std::span<void* const> buffers, std::span<const int64_t> sizes) const;
 
   const std::string& name() const { return kernel_->name; }
   const std::string& key() const { return key_; }  // the content hash, hex
@@ -55,8 +58,10 @@ std::shared_ptr<const LlvmKernel> llvm_compile(const kir::Kernel& kernel,
 
 // Runs a compiled kernel on its bound buffers (kir::bind_arguments in runtime/kernel_args.h
 // binds tensors), after checking that no output shares its allocation with another argument.
+// A kernel with size parameters takes their values in `sizes`; the launch then verifies every
+// index against them and the buffers' extents, as the interpreter does.
 void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel,
-              std::span<const kir::BoundBuffer> bound);
+              std::span<const kir::BoundBuffer> bound, std::span<const int64_t> sizes = {});
 
 struct LlvmCacheStats {
   int64_t memory_hits = 0;

@@ -36,6 +36,7 @@ class Emitter {
     // No fast-math flags: every float operation rounds as the kernel-IR interpreter's does, so
     // the two agree bit for bit (Note [LLVM agrees with the interpreter]).
     module_ = std::make_unique<llvm::Module>(symbol, ctx);
+    sizes_ = k.sizes();
   }
 
   std::unique_ptr<llvm::Module> run() {
@@ -66,13 +67,18 @@ class Emitter {
     for (size_t i = 0; i < parts.size(); ++i) {
       llvm::Function* body = parts[i];
       const Stmt* loop = all_loops ? &k_.body[i] : nullptr;
-      if (loop != nullptr && loop->loop_kind == LoopKind::Parallel && loop->extent > 1) {
+      // A loop that runs to a size goes through the thread pool too, which runs a short one
+      // inline.
+      bool parallel = loop != nullptr && loop->loop_kind == LoopKind::Parallel &&
+                      (loop->extent > 1 || loop->extent_size >= 0);
+      llvm::Value* extent = loop == nullptr          ? b_.getInt64(1)
+                            : loop->extent_size >= 0 ? load_size(b_, args, loop->extent_size)
+                                                     : b_.getInt64(loop->extent);
+      if (parallel) {
         int64_t grain = kir::parallel_grain(loop->body);
-        b_.CreateCall(parallel_for(), {ranged_wrapper(body, i), args, b_.getInt64(loop->extent),
-                                       b_.getInt64(grain)});
+        b_.CreateCall(parallel_for(), {ranged_wrapper(body, i), args, extent, b_.getInt64(grain)});
       } else {
-        b_.CreateCall(ranged_wrapper(body, i),
-                      {args, b_.getInt64(0), b_.getInt64(loop ? loop->extent : 1)});
+        b_.CreateCall(ranged_wrapper(body, i), {args, b_.getInt64(0), extent});
       }
     }
     b_.CreateRetVoid();
@@ -89,8 +95,21 @@ class Emitter {
         kParallelForSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false));
   }
 
-  // void NAME.range(void** args, i64 begin, i64 end): loads the buffer addresses and calls the
-  // part, whose parameters are noalias. The callback signature of kiln_llvm_parallel_for.
+  // Size parameter `v`'s value, loaded from the array args[n + 1] points to (Note [LLVM kernel
+  // ABI]).
+  llvm::Value* load_size(llvm::IRBuilder<>& b, llvm::Value* args, VarId v) {
+    size_t slot = 0;
+    while (sizes_[slot] != v)
+      ++slot;
+    llvm::Value* at = b.CreateConstInBoundsGEP1_64(b.getPtrTy(), args, k_.buffers.size() + 1);
+    llvm::Value* array = b.CreateLoad(b.getPtrTy(), at, "sizes");
+    llvm::Value* elem = b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), array, slot);
+    return b.CreateLoad(b.getInt64Ty(), elem, k_.vars[static_cast<size_t>(v)].name);
+  }
+
+  // void NAME.range(void** args, i64 begin, i64 end): loads the buffer addresses (and the sizes)
+  // and calls the part, whose parameters are noalias. The callback signature of
+  // kiln_llvm_parallel_for.
   llvm::Function* ranged_wrapper(llvm::Function* part, size_t index) {
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
@@ -106,6 +125,8 @@ class Emitter {
       llvm::Value* slot = b.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), i);
       call_args.push_back(b.CreateLoad(ptr, slot, i < n ? k_.buffers[i].name : "status"));
     }
+    for (VarId v : sizes_)
+      call_args.push_back(load_size(b, f->getArg(0), v));
     call_args.push_back(f->getArg(1));
     call_args.push_back(f->getArg(2));
     b.CreateCall(part, call_args);
@@ -113,13 +134,12 @@ class Emitter {
     return f;
   }
 
-  // void NAME.partI(noalias buffers..., i32* status, i64 begin, i64 end): the statements, the
-  // first loop (when `ranged`) restricted to [begin, end).
+  // void NAME.partI(noalias buffers..., i32* status, i64 sizes..., i64 begin, i64 end): the
+  // statements, the first loop (when `ranged`) restricted to [begin, end).
   llvm::Function* emit_part(const std::vector<const Stmt*>& stmts, const std::string& name,
                             bool ranged) {
     std::vector<llvm::Type*> params(k_.buffers.size() + 1, b_.getPtrTy());
-    params.push_back(b_.getInt64Ty());
-    params.push_back(b_.getInt64Ty());
+    params.insert(params.end(), sizes_.size() + 2, b_.getInt64Ty());
     auto* ty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
     fn_ = llvm::Function::Create(ty, llvm::Function::InternalLinkage, name, module_.get());
     fn_->setDoesNotThrow();
@@ -134,8 +154,10 @@ class Emitter {
     }
     status_ = fn_->getArg(static_cast<unsigned>(k_.buffers.size()));
     status_->setName("status");
-    llvm::Value* begin = fn_->getArg(static_cast<unsigned>(k_.buffers.size() + 1));
-    llvm::Value* end = fn_->getArg(static_cast<unsigned>(k_.buffers.size() + 2));
+    auto first_size = static_cast<unsigned>(k_.buffers.size() + 1);
+    auto after_sizes = static_cast<unsigned>(first_size + sizes_.size());
+    llvm::Value* begin = fn_->getArg(after_sizes);
+    llvm::Value* end = fn_->getArg(after_sizes + 1);
 
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     alloca_builder_ = std::make_unique<llvm::IRBuilder<>>(entry);
@@ -144,6 +166,11 @@ class Emitter {
     nan_flags_.clear();
     div_by_zero_ = nullptr;
     vector_depth_ = 0;
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+      llvm::Argument* a = fn_->getArg(first_size + static_cast<unsigned>(i));
+      a->setName(k_.vars[static_cast<size_t>(sizes_[i])].name);
+      write_var(sizes_[i], a);
+    }
     for (size_t i = 0; i < stmts.size(); ++i) {
       if (ranged && i == 0) {
         loop(*stmts[0], begin, end);
@@ -228,7 +255,8 @@ class Emitter {
     memo_.clear();  // an expression's value is reused within one statement only
     switch (s.kind) {
       case StmtKind::Loop:
-        return loop(s, b_.getInt64(0), b_.getInt64(s.extent));
+        return loop(s, b_.getInt64(0),
+                    s.extent_size >= 0 ? read_var(s.extent_size) : b_.getInt64(s.extent));
       case StmtKind::Store:
         return store(s);
       case StmtKind::Let:
@@ -689,6 +717,7 @@ class Emitter {
   }
 
   const kir::Kernel& k_;
+  std::vector<VarId> sizes_;  // the size parameters, in launch order
   std::string symbol_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;

@@ -16,8 +16,9 @@ namespace kiln::codegen::llvm_backend {
 // of element 0 of buffer i, for every buffer in order, and args[n] (n buffers) points to an
 // int32 status word, 0 on entry, that the kernel sets to e + 1 when integer division expression
 // e divided by zero (the quotient is then computed with divisor 1, and the launcher throws an
-// error naming the expression). Each statement at the top of
-// the kernel becomes an internal function whose buffer parameters are `noalias` (the launcher
+// error naming the expression). A kernel with size parameters (Note [Size parameters]) finds
+// their values, in order, in an int64 array that args[n + 1] points to. Each statement at the top
+// of the kernel becomes an internal function whose buffer parameters are `noalias` (the launcher
 // guarantees that outputs overlap nothing). A top-level Parallel loop is split into ranges by
 // calling back into the runtime's thread pool:
 //   kiln_llvm_parallel_for(void (*body)(void** args, int64 begin, int64 end), void** args,

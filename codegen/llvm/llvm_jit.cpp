@@ -34,6 +34,7 @@
 #include "kiln/codegen/llvm/llvm_emitter.h"
 #include "kiln/codegen/llvm/llvm_math.h"
 #include "kiln/kernel_ir/kernel_interpreter.h"
+#include "kiln/kernel_ir/kernel_passes.h"
 #include "kiln/kernel_ir/kernel_printer.h"
 #include "kiln/kernel_ir/kernel_verifier.h"
 
@@ -303,12 +304,6 @@ LlvmKernel::EntryFn Jit::load(const std::string& object, const std::string& symb
 
 std::shared_ptr<const LlvmKernel> Jit::compile(const kir::Kernel& k, const LlvmCompileOptions& o) {
   kir::verify(k);
-  // The LLVM kernels are built per shape: a kernel with size parameters is compiled as
-  // kir::specialize_sizes makes it for one launch (Note [Size parameters]).
-  KILN_CHECK(k.sizes().empty(),
-             "llvm backend: kernel {} has size parameters; specialize it (kir::specialize_sizes) "
-             "before compiling",
-             k.name);
   std::string key = key_of(k);
   std::lock_guard<std::mutex> lock(mu_);
   if (!inject_.empty() && k.name.find(inject_) != std::string::npos)
@@ -381,6 +376,13 @@ std::shared_ptr<const LlvmKernel> Jit::compile(const kir::Kernel& k, const LlvmC
 }  // namespace
 
 void LlvmKernel::launch(std::span<void* const> buffers) const {
+  launch(buffers, {});
+}
+
+void LlvmKernel::launch(std::span<void* const> buffers, std::span<const int64_t> sizes) const {
+  KILN_CHECK(sizes.size() == kernel_->sizes().size(),
+             "llvm backend: kernel {}: launched with {} sizes, takes {}", name(), sizes.size(),
+             kernel_->sizes().size());
   KILN_CHECK(buffers.size() == kernel_->buffers.size(),
              "llvm backend: kernel {}: launched with {} buffers, takes {}", name(), buffers.size(),
              kernel_->buffers.size());
@@ -388,15 +390,16 @@ void LlvmKernel::launch(std::span<void* const> buffers) const {
   // The argument block on the stack: launches are the hot path, kernels rarely have more than
   // FusionOptions::max_kernel_args (32) buffers.
   constexpr size_t kOnStack = 64;
-  std::array<void*, kOnStack + 1> small{};
+  std::array<void*, kOnStack + 2> small{};
   std::vector<void*> large;
   void** args = small.data();
   if (buffers.size() > kOnStack) {
-    large.resize(buffers.size() + 1);
+    large.resize(buffers.size() + 2);
     args = large.data();
   }
   std::copy(buffers.begin(), buffers.end(), args);
   args[buffers.size()] = &status;
+  args[buffers.size() + 1] = const_cast<int64_t*>(sizes.data());
   fn_(args);
   if (status != 0) {
     auto id = static_cast<kir::ExprId>(status - 1);
@@ -412,10 +415,18 @@ std::shared_ptr<const LlvmKernel> llvm_compile(const kir::Kernel& kernel,
 }
 
 void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel,
-              std::span<const kir::BoundBuffer> bound) {
+              std::span<const kir::BoundBuffer> bound, std::span<const int64_t> sizes) {
   KILN_CHECK(bound.size() == kernel.buffers.size(),
              "llvm backend: kernel {} takes {} buffers, got {}", kernel.name, kernel.buffers.size(),
              bound.size());
+  if (!kernel.sizes().empty() || !sizes.empty()) {
+    // Note [Size parameters]: the launch's sizes and the bound buffers' extents bound every
+    // index, as the interpreter checks them.
+    std::vector<int64_t> extents;
+    for (size_t i = 0; i < bound.size(); ++i)
+      if (kernel.buffers[i].extent == kir::kRuntimeExtent) extents.push_back(bound[i].extent);
+    kir::verify(kir::specialize_sizes(kernel, sizes, extents));
+  }
   // The generated code assumes its buffers do not alias (noalias): an output sharing storage
   // with any other argument would be read and written in an order the kernel IR does not fix.
   for (size_t i = 0; i < bound.size(); ++i) {
@@ -431,7 +442,7 @@ void llvm_run(const LlvmKernel& compiled, const kir::Kernel& kernel,
   std::vector<void*> ptrs;
   for (const kir::BoundBuffer& b : bound)
     ptrs.push_back(b.data);
-  compiled.launch(ptrs);
+  compiled.launch(ptrs, sizes);
 }
 
 LlvmCacheStats llvm_cache_stats() {

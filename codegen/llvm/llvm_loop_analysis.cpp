@@ -54,7 +54,8 @@ std::vector<std::pair<const Stmt*, RowPrefetch>> plan_row_prefetches(const kir::
   std::vector<std::pair<const Stmt*, RowPrefetch>> plan;
   std::unordered_map<kir::BufferId, int> walks;
   for (const Stmt& s : outer.body) {
-    if (s.kind != StmtKind::Loop || s.loop_kind != LoopKind::Vector) continue;
+    // A row of runtime length has no constant span to prefetch.
+    if (s.kind != StmtKind::Loop || s.loop_kind != LoopKind::Vector || s.extent_size >= 0) continue;
     std::map<kir::BufferId, ExprId> rows;  // the first row load of each input
     kir::for_each_expr(k, s.body, [&](ExprId, const kir::Expr& x) {
       if (x.kind == ExprKind::Load && !k.buffers[static_cast<size_t>(x.buffer)].output &&

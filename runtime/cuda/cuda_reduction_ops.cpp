@@ -24,13 +24,6 @@ namespace cg = codegen::cuda;
 
 constexpr const char* kReductions[] = {"sum", "mean", "prod", "amax", "amin"};
 
-kir::ReduceOp reduce_op_of(const OpDef& op) {
-  if (op.name == "prod") return kir::ReduceOp::Prod;
-  if (op.name == "amax") return kir::ReduceOp::Max;
-  if (op.name == "amin") return kir::ReduceOp::Min;
-  return kir::ReduceOp::Sum;  // sum, mean
-}
-
 bool needs_nonempty(const OpDef& op) {
   return op.name == "amax" || op.name == "amin";
 }

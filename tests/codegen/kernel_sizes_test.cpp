@@ -1,7 +1,7 @@
 // Size parameters in the kernel IR (Note [Size parameters] in kernel_ir/kernel_ir.h): the text
-// form, the verifier's structural and launch checks, specialize_sizes, the interpreter with
-// sizes, the LLVM backend's refusal of an unspecialized kernel, and the CUDA emitter taking
-// the sizes as kernel arguments. The kernels are the row programs of softmax, log_softmax and
+// form, the verifier's structural and launch checks, specialize_sizes, the interpreter and the
+// LLVM backend running one kernel at several sizes, and the CUDA emitter taking the sizes as
+// kernel arguments. The kernels are the row programs of softmax, log_softmax and
 // layer_norm (runtime/kernels/row_programs.cpp), checked against straightforward loops.
 #include <gtest/gtest.h>
 
@@ -182,19 +182,33 @@ TEST(KernelSizes, TheCudaEmitterTakesTheSizesAsArguments) {
 }
 
 #if KILN_WITH_LLVM
-TEST(KernelSizes, LlvmCompilesTheSpecializedKernelOnly) {
+// One compiled kernel runs at every size, and its launch checks the sizes against the tensors.
+TEST(KernelSizes, OneLlvmKernelRunsAtEverySize) {
   namespace cg = kiln::codegen;
   kir::Kernel k = softmax_program();
-  EXPECT_TRUE(kiln_test::throws_error_containing([&] { cg::llvm_compile(k, {}); },
-                                                 {"has size parameters; specialize it"}));
-  Tensor x = kiln::randn({3, 9}), out = kiln::empty({3, 9});
-  std::vector<int64_t> sizes{3, 9, 1}, extents{27, 27};
-  kir::Kernel s = kir::specialize_sizes(k, sizes, extents);
-  kir_test::llvm_run_tensors(*cg::llvm_compile(s, {}), s, std::vector<Tensor>{out, x});
-  std::vector<double> want = softmax_reference(x.to_vector<float>(), 9);
-  std::vector<float> got = out.to_vector<float>();
-  for (size_t i = 0; i < want.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], 1e-6) << "element " << i;
+  auto compiled = cg::llvm_compile(k, {});
+  for (int64_t rows : {1, 3, 64}) {
+    for (int64_t n : {1, 9, 1000}) {
+      Tensor x = kiln::randn({rows, n}), out = kiln::empty({rows, n});
+      std::vector<Tensor> args{out, x};
+      std::vector<int64_t> sizes{rows, n, 1};
+      auto bound = kir::bind_arguments(k, args, "test");
+      cg::llvm_run(*compiled, k, bound, sizes);
+      std::vector<double> want = softmax_reference(x.to_vector<float>(), n);
+      std::vector<float> got = out.to_vector<float>();
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-6) << rows << "x" << n << " element " << i;
+    }
+  }
+  Tensor x = kiln::randn({2, 4}), out = kiln::empty({2, 4});
+  std::vector<Tensor> args{out, x};
+  auto bound = kir::bind_arguments(k, args, "test");
+  std::vector<int64_t> too_long{2, 5, 1};
+  EXPECT_TRUE(kiln_test::throws_error_containing(
+      [&] { cg::llvm_run(*compiled, k, bound, too_long); }, {"outside the buffer's extent 8"}));
+  std::vector<int64_t> two{2, 4};
+  EXPECT_TRUE(kiln_test::throws_error_containing([&] { cg::llvm_run(*compiled, k, bound, two); },
+                                                 {"2 sizes given for 3 size parameters"}));
 }
 #endif
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "kiln/config.h"
 #include "kiln/kernel_ir/kernel_ir.h"
 #include "kiln/kernel_ir/kernel_verifier.h"
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
@@ -20,6 +21,9 @@
 #include "kiln/runtime/kernels/row_programs.h"
 #include "kiln/runtime/op_table.h"
 #include "opinfo/op_info.h"
+#if KILN_WITH_LLVM
+#include "kiln/codegen/llvm/llvm_backend.h"
+#endif
 
 namespace kiln_test {
 namespace {
@@ -30,6 +34,7 @@ namespace kir = kiln::kir;
 
 struct Counts {
   int calls = 0;
+  int llvm_calls = 0;  // of them, also run by the LLVM backend
   std::set<std::string> ops;
   double worst = 0;  // the largest difference, in units of the tolerance's epsilon
 };
@@ -97,13 +102,38 @@ bool run(const kir::Kernel& k, const std::vector<Tensor>& buffers,
   return true;
 }
 
+// The same program compiled by LLVM once for every size (Note [Size parameters]) and run on
+// `buffers` with a fresh (contiguous) output; the output, or an undefined tensor without LLVM.
+Tensor run_llvm(const kir::Kernel& k, const std::vector<Tensor>& buffers,
+                const std::vector<int64_t>& sizes) {
+#if KILN_WITH_LLVM
+  std::vector<Tensor> args = buffers;
+  args[0] = kiln::empty_tensor(buffers[0].sizes(), buffers[0].dtype(), buffers[0].device());
+  try {
+    auto compiled = kiln::codegen::llvm_compile(k);
+    kiln::codegen::llvm_run(*compiled, k, kir::bind_arguments(k, args, "test"), sizes);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "llvm: " << e.what() << "\n" << k.str();
+    return Tensor();
+  }
+  ++counts().llvm_calls;
+  return args[0];
+#else
+  (void)k, (void)buffers, (void)sizes;
+  return Tensor();
+#endif
+}
+
 // op(args) by the row program in the interpreter, against `eager`, the CPU kernel's output.
 void check_row_call(const kiln::OpDef& op, const void* attrs, const std::vector<Tensor>& args,
                     const Tensor& eager) {
   Tensor out = kiln::empty_tensor(eager.sizes(), eager.dtype(), eager.device());
   kiln::RowCall call = kiln::row_call(op, args, out, attrs);
-  if (!run(kiln::row_program(op, args[0].dtype(), attrs), call.buffers, call.sizes)) return;
+  kir::Kernel k = kiln::row_program(op, args[0].dtype(), attrs);
+  if (!run(k, call.buffers, call.sizes)) return;
   compare(op, call.copy_back ? call.result : out, eager, call.row_length);
+  if (Tensor l = run_llvm(k, call.buffers, call.sizes); l.defined())
+    compare(op, l, eager, call.row_length);
 }
 
 bool has_reduction_program(const kiln::OpDef& op) {
@@ -121,8 +151,12 @@ void check_reduction_call(const kiln::OpDef& op, const void* attrs, const std::v
     spec.reduced_dims = layout.reduced.ndim;
     spec.serial = serial;
     kiln::ReductionLayout sizes = kiln::reduction_layout_of(layout);
-    if (!run(kiln::reduction_program(spec), {out, args[0]}, sizes.sizes())) return;
+    kir::Kernel k = kiln::reduction_program(spec);
+    std::vector<Tensor> buffers{out, args[0]};
+    if (!run(k, buffers, sizes.sizes())) return;
     compare(op, out, eager, sizes.reduced_numel());
+    if (Tensor l = run_llvm(k, buffers, sizes.sizes()); l.defined())
+      compare(op, l, eager, sizes.reduced_numel());
   }
 }
 
@@ -185,8 +219,10 @@ class ReportCounts : public ::testing::Environment {
  public:
   void TearDown() override {
     if (counts().calls == 0) return;
-    std::printf("[programs] %d calls of %zu ops compared with the CPU kernels; worst %.3g eps\n",
-                counts().calls, counts().ops.size(), counts().worst);
+    std::printf(
+        "[programs] %d results of %zu ops compared with the CPU kernels (%d run by LLVM); worst "
+        "%.3g eps\n",
+        counts().calls, counts().ops.size(), counts().llvm_calls, counts().worst);
   }
 };
 [[maybe_unused]] auto* const kReport = ::testing::AddGlobalTestEnvironment(new ReportCounts());
