@@ -1,8 +1,10 @@
 // `kiln opt FILE --passes=a,b`: parse IR, run passes by name, print the result (in the style of
 // mlir-opt). The golden tests in tests/passes/ drive this command.
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "commands.h"
@@ -20,13 +22,17 @@ namespace kiln::cli {
 namespace {
 
 void opt_usage(std::ostream& os) {
-  os << "usage: kiln opt FILE [--passes=a,b,...] [--print-after-all] [--no-verify]\n\n"
+  os << "usage: kiln opt FILE [--passes=a,b,...] [--sizes=n=V,...] [--print-after-all] "
+        "[--no-verify]\n\n"
         "Parses the text IR in FILE ('-' for standard input), verifies it, runs the passes in\n"
         "order and prints the resulting graph to standard output. When FILE holds kernel IR\n"
         "(it starts with 'kernel'), the kernel-IR passes run on each kernel instead.\n\n"
         "options:\n"
         "  --passes=LIST       comma-separated pass names (default: none, which prints the\n"
         "                      parsed graph back)\n"
+        "  --sizes=LIST        kernel IR: fix the size parameters first, as NAME=VALUE pairs\n"
+        "                      (rows=2,n=4); buffers of extent '?' get the extent their\n"
+        "                      indices reach\n"
         "  --print-after-all   print the graph to standard error after each pass that\n"
         "                      changed it\n"
         "  --no-verify         do not verify the input or the graph after each pass\n"
@@ -41,9 +47,28 @@ void opt_usage(std::ostream& os) {
        << p.summary << "\n";
 }
 
-// Kernel-IR text: each kernel parsed, verified, run through the kernel passes and printed.
+// "rows=2,n=4" as name -> value.
+std::map<std::string, int64_t> parse_sizes(const std::string& list) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& item : passes::split_pass_list(list)) {
+    size_t eq = item.find('=');
+    KILN_CHECK(eq != std::string::npos && eq > 0,
+               "--sizes: expected NAME=VALUE pairs separated by commas, got '{}'", item);
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!name.empty() && name[0] == '%') name = name.substr(1);
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    KILN_CHECK(ec == std::errc() && end == value.data() + value.size() && v >= 0,
+               "--sizes: size {} must be a non-negative integer, got '{}'", name, value);
+    out[name] = v;
+  }
+  return out;
+}
+
+// Kernel-IR text: each kernel parsed, verified, specialized to `sizes` when it has size
+// parameters, run through the kernel passes and printed.
 void opt_kernels(const std::string& text, const std::vector<std::string>& pass_names, bool verify,
-                 bool print_after_all) {
+                 bool print_after_all, const std::map<std::string, int64_t>& sizes) {
   std::vector<const kir::KernelPass*> chosen;
   for (const std::string& name : pass_names) {
     const kir::KernelPass* p = kir::find_kernel_pass(name);
@@ -57,6 +82,18 @@ void opt_kernels(const std::string& text, const std::vector<std::string>& pass_n
   }
   for (kir::Kernel& k : kir::parse_kernels(text)) {
     if (verify) kir::verify(k);
+    if (!sizes.empty() && !k.sizes().empty()) {
+      std::vector<int64_t> values;
+      for (kir::VarId v : k.sizes()) {
+        const std::string& name = k.vars[static_cast<size_t>(v)].name;
+        auto it = sizes.find(name);
+        KILN_CHECK(it != sizes.end(),
+                   "--sizes: kernel {} has size %{}, which --sizes does not give", k.name, name);
+        values.push_back(it->second);
+      }
+      k = kir::specialize_sizes(k, values);
+      if (verify) kir::verify(k);
+    }
     for (const kir::KernelPass* p : chosen) {
       bool changed = p->run(k);
       if (verify) kir::verify(k);
@@ -87,6 +124,7 @@ int opt_command(const std::vector<std::string>& args) {
   std::vector<std::string> pass_names;
   bool print_after_all = false;
   bool verify = true;
+  std::string sizes;
   for (const std::string& a : args) {
     if (a == "-h" || a == "--help") {
       opt_usage(std::cout);
@@ -95,6 +133,8 @@ int opt_command(const std::vector<std::string>& args) {
     if (a.rfind("--passes=", 0) == 0) {
       std::vector<std::string> more = passes::split_pass_list(a.substr(9));
       pass_names.insert(pass_names.end(), more.begin(), more.end());
+    } else if (a.rfind("--sizes=", 0) == 0) {
+      sizes += (sizes.empty() ? "" : ",") + a.substr(8);
     } else if (a == "--print-after-all") {
       print_after_all = true;
     } else if (a == "--no-verify") {
@@ -118,7 +158,7 @@ int opt_command(const std::vector<std::string>& args) {
   try {
     std::string text = read_input(file);
     if (kir::looks_like_kernel_ir(text)) {
-      opt_kernels(text, pass_names, verify, print_after_all);
+      opt_kernels(text, pass_names, verify, print_after_all, parse_sizes(sizes));
       return 0;
     }
     std::shared_ptr<ir::Graph> graph = ir::parse(text);

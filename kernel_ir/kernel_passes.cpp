@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kiln/base/error.h"
+#include "kiln/kernel_ir/index_bounds.h"
 #include "kiln/kernel_ir/kernel_verifier.h"
 #include "kiln/kernel_ir/kernel_visitor.h"
 
@@ -80,6 +81,54 @@ class FixSizes : public Mutator {
   std::vector<int64_t> value_of_;  // per variable
 };
 
+// For each buffer, one past the largest index the kernel's loads and stores reach (0 when none
+// does), by the verifier's interval bounds; throws when an index cannot be bounded.
+class AddressedExtents {
+ public:
+  explicit AddressedExtents(const Kernel& k) : k_(k), bounds_(k), extent_(k.buffers.size(), 0) {}
+  std::vector<int64_t> run() {
+    block(k_.body);
+    return extent_;
+  }
+
+ private:
+  void block(const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      for (ExprId e : {s.index, s.value, s.cond})
+        if (e != kNoExpr)
+          for_each_expr(k_, e, [&](ExprId, const Expr& x) {
+            if (x.kind == ExprKind::Load) reach(x.buffer, x.args[0]);
+          });
+      switch (s.kind) {
+        case StmtKind::Loop:
+          bounds_.define(s.var, {0, s.extent - 1, {}});
+          break;
+        case StmtKind::Store:
+          reach(s.buffer, s.index);
+          break;
+        case StmtKind::Let:
+          if (is_integral(k_.vars[static_cast<size_t>(s.var)].dtype, true))
+            bounds_.define(s.var, bounds_.range(s.value));
+          break;
+        default:
+          break;
+      }
+      block(s.body);
+      block(s.else_body);
+    }
+  }
+  void reach(BufferId b, ExprId index) {
+    const IndexRange& r = bounds_.range(index);
+    KILN_CHECK(r.bounded(), "kernel {}: the index of buffer %{} cannot be bounded: {}", k_.name,
+               k_.buffers[static_cast<size_t>(b)].name, r.why);
+    int64_t& e = extent_[static_cast<size_t>(b)];
+    e = std::max(e, r.hi + 1);
+  }
+  const Kernel& k_;
+  IndexBounds bounds_;
+  std::vector<int64_t> extent_;
+};
+
 bool verify_pass(Kernel& kernel) {
   verify(kernel);
   return false;
@@ -130,6 +179,18 @@ Kernel specialize_sizes(const Kernel& kernel, std::span<const int64_t> sizes,
   FixSizes(out, std::move(value_of)).mutate_kernel();
   for (VarId v : params)
     out.vars[static_cast<size_t>(v)].size = false;
+  return out;
+}
+
+Kernel specialize_sizes(const Kernel& kernel, std::span<const int64_t> sizes) {
+  size_t runtime = 0;
+  for (const Buffer& b : kernel.buffers)
+    runtime += b.extent == kRuntimeExtent ? 1 : 0;
+  std::vector<int64_t> placeholder(runtime, 0);
+  Kernel out = specialize_sizes(kernel, sizes, placeholder);
+  std::vector<int64_t> reached = AddressedExtents(out).run();
+  for (size_t i = 0; i < out.buffers.size(); ++i)
+    if (kernel.buffers[i].extent == kRuntimeExtent) out.buffers[i].extent = reached[i];
   return out;
 }
 

@@ -32,5 +32,8 @@ bool eliminate_dead_statements(Kernel& kernel);
 // dropped. The result has static sizes, so the verifier bounds every index of it.
 Kernel specialize_sizes(const Kernel& kernel, std::span<const int64_t> sizes,
                         std::span<const int64_t> buffer_extents);
+// The same, each buffer of kRuntimeExtent given the extent its indices reach at these sizes
+// (`kiln opt --sizes`); throws kiln::Error when an index cannot be bounded.
+Kernel specialize_sizes(const Kernel& kernel, std::span<const int64_t> sizes);
 
 }  // namespace kiln::kir
