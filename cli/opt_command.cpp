@@ -60,7 +60,7 @@ std::map<std::string, int64_t> parse_sizes(const std::string& list) {
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     KILN_CHECK(ec == std::errc() && end == value.data() + value.size() && v >= 0,
                "--sizes: size {} must be a non-negative integer, got '{}'", name, value);
-    out[name] = v;
+    KILN_CHECK(out.emplace(name, v).second, "--sizes: size {} is given twice", name);
   }
   return out;
 }
@@ -80,7 +80,15 @@ void opt_kernels(const std::string& text, const std::vector<std::string>& pass_n
     }
     chosen.push_back(p);
   }
-  for (kir::Kernel& k : kir::parse_kernels(text)) {
+  std::vector<kir::Kernel> kernels = kir::parse_kernels(text);
+  for (const auto& [name, value] : sizes) {
+    bool used = false;
+    for (const kir::Kernel& k : kernels)
+      for (kir::VarId v : k.sizes())
+        used = used || k.vars[static_cast<size_t>(v)].name == name;
+    KILN_CHECK(used, "--sizes: no kernel has a size %{}", name);
+  }
+  for (kir::Kernel& k : kernels) {
     if (verify) kir::verify(k);
     if (!sizes.empty() && !k.sizes().empty()) {
       std::vector<int64_t> values;
@@ -94,6 +102,7 @@ void opt_kernels(const std::string& text, const std::vector<std::string>& pass_n
       k = kir::specialize_sizes(k, values);
       if (verify) kir::verify(k);
     }
+
     for (const kir::KernelPass* p : chosen) {
       bool changed = p->run(k);
       if (verify) kir::verify(k);

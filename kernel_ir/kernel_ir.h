@@ -103,7 +103,7 @@ std::string_view loop_kind_name(LoopKind k);
 struct Stmt;
 // Iterations of a Parallel loop with this body per thread-pool chunk: enough for about 2^15
 // innermost iterations a chunk (a loop that runs to a size parameter counted as 1024). The
-// executors share it, so they split loops alike.
+// executors share it, so they split a static kernel's loops alike.
 int64_t parallel_grain(const std::vector<Stmt>& body);
 
 enum class StmtKind : uint8_t {
@@ -145,8 +145,8 @@ inline constexpr int64_t kRuntimeExtent = -1;
 // launch (after the buffers, in declaration order), in scope everywhere and defined by no
 // statement. A loop's extent may be one (Stmt::extent_size) and index expressions may read them;
 // buffers then have kRuntimeExtent. The verifier checks such a kernel's structure alone, and
-// its index bounds once sizes and buffer extents are known (verify with a LaunchSizes, as the
-// interpreter and the LLVM launcher do on every run). The LLVM backend and the CUDA emitter take
+// its index bounds once sizes and buffer extents are known: verify(specialize_sizes(...)), as
+// the interpreter and the LLVM launcher do on every run. The LLVM backend and the CUDA emitter take
 // the sizes as kernel arguments, so one compiled kernel serves every shape (the eager CUDA
 // kernels of Note [Row programs]); specialize_sizes (kernel_passes.h) turns such a kernel into
 // a static one.

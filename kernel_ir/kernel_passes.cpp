@@ -156,6 +156,9 @@ bool eliminate_dead_statements(Kernel& kernel) {
 
 Kernel specialize_sizes(const Kernel& kernel, std::span<const int64_t> sizes,
                         std::span<const int64_t> buffer_extents) {
+  // The structure first: fixing the sizes could hide what the verifier rejects (a size defined
+  // again by a statement, a loop that runs to a variable that is not a size).
+  verify(kernel);
   std::vector<VarId> params = kernel.sizes();
   KILN_CHECK(sizes.size() == params.size(), "kernel {}: {} sizes given for {} size parameters",
              kernel.name, sizes.size(), params.size());

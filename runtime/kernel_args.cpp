@@ -36,6 +36,11 @@ BoundBuffer bind(const Kernel& k, size_t i, const Tensor& t, std::string_view wh
     int64_t span = t.numel() == 0 ? 0 : 1;
     for (int64_t d = 0; d < t.dim() && span > 0; ++d)
       span += (t.size(d) - 1) * t.stride(d);
+    KILN_CHECK(span <= addressable,
+               "{}: kernel {}: argument {} for buffer %{} ({} [{}]) spans {} elements, but its "
+               "storage holds {} from its first",
+               who, k.name, i, b.name, dtype_short_name(t.dtype()), fmt::join(t.sizes(), ", "),
+               span, addressable);
     char* data = span > 0 ? static_cast<char*>(t.raw_data()) : nullptr;
     return {data, b.dtype, span, t.impl()->storage().get()};
   }

@@ -212,6 +212,9 @@ void CudaKernel::launch(std::span<void* const> buffers) const {
   KILN_CHECK(buffers.size() == binary_->num_buffers,
              "cuda backend: kernel {}: launched with {} buffers, takes {}", binary_->source.name,
              buffers.size(), binary_->num_buffers);
+  KILN_CHECK(binary_->source.num_sizes == 0,
+             "cuda backend: kernel {} takes {} size parameters; launch it with launch_entry",
+             binary_->source.name, binary_->source.num_sizes);
   const auto& api = kiln::cuda::api("launching a CUDA kernel");
   kiln::cuda::DeviceGuard guard(device_);
   auto stream = static_cast<CUstream>(kiln::cuda::current_stream(device_).handle());

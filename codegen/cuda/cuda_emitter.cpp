@@ -188,6 +188,7 @@ class Emitter {
   CudaSource run() {
     CudaSource src;
     src.name = k_.name;
+    src.num_sizes = static_cast<int>(k_.sizes().size());
     bool all_loops = std::all_of(k_.body.begin(), k_.body.end(),
                                  [](const Stmt& s) { return s.kind == StmtKind::Loop; });
     if (all_loops && !k_.body.empty()) {

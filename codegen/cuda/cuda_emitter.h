@@ -25,7 +25,7 @@ struct CudaEntry {
   std::string symbol;  // the __global__ function's name
   Mapping mapping = Mapping::Elementwise;
   // Elements (Elementwise), rows (BlockPerRow, ThreadPerRow), or 1; 0 (and grid 0) when size
-  // parameters give it, which the launcher multiplies out (launch_entry).
+  // parameters give it: the caller computes it and passes it to launch_entry.
   int64_t work = 1;
   int block = 256;   // threads per block, a multiple of 32 (1 for SingleThread)
   int64_t grid = 1;  // blocks that cover `work` once; the launcher may use fewer (grid-stride)
@@ -35,6 +35,7 @@ struct CudaSource {
   std::string name;                // the kernel's name
   std::string code;                // the entry points (they call into cuda_preamble())
   std::vector<CudaEntry> entries;  // in launch order; each takes every buffer, in order
+  int num_sizes = 0;               // size parameters after the buffers (Note [Size parameters])
 
   // The translation unit NVRTC compiles: the preamble, then the code.
   std::string translation_unit() const;

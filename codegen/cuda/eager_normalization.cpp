@@ -59,7 +59,7 @@ std::string name_of(DType t) {
 }
 
 // Note [Row-cached normalization entries]
-// The second and third entries of each normalization kernel hold each thread's share of the row in
+// The entries of each normalization kernel here hold each thread's share of the row in
 // registers: the row is read from memory once, in 16-byte vector loads, instead of once per
 // pass, and written back in 16-byte stores. Two shapes:
 // - a block per row: thread t owns the 16-byte chunks t, t + blockDim.x, ..., up to

@@ -4,6 +4,8 @@
 // entries] in codegen/cuda/eager_normalization.cpp). Built on the first call with the op and
 // dtype. Their backward formulas are Tensor ops (nn_derivatives.cpp), which run on the
 // pointwise and reduction kernels.
+#include <bit>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -36,12 +38,12 @@ struct RowKey {
   DType dtype = kFloat32;
   int device = 0;
   int affine = 0;
-  double eps = 0;
+  uint64_t eps_bits = 0;  // the bits, so that every eps (NaN too) matches itself
   bool operator==(const RowKey&) const = default;
 };
 struct RowKeyHash {
   size_t operator()(const RowKey& k) const {
-    return std::hash<const void*>()(k.op) ^ std::hash<double>()(k.eps) ^
+    return std::hash<const void*>()(k.op) ^ std::hash<uint64_t>()(k.eps_bits) ^
            (static_cast<size_t>(k.dtype) << 1 | static_cast<size_t>(k.device) << 9 |
             static_cast<size_t>(k.affine) << 17);
   }
@@ -56,7 +58,7 @@ void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs, const
   if (op.name == "layer_norm") {
     const auto& a = attrs_as<LayerNormAttrs>(attrs);
     key.affine = (a.has_weight ? 1 : 0) | (a.has_bias ? 2 : 0);
-    key.eps = a.eps;
+    key.eps_bits = std::bit_cast<uint64_t>(a.eps);
   }
   // Never destroyed: kernels may run during exit.
   static auto* kernels = new cuda::EagerKernelCache<RowKey, RowKeyHash>();

@@ -67,10 +67,9 @@ kir::Kernel reduction_program(const ReductionProgramSpec& spec) {
   KILN_CHECK(!spec.mean || is_floating(spec.accumulate),
              "reduction program: a mean accumulates in a floating dtype, not {}", spec.accumulate);
   kir::Kernel k;
-  k.name = fmt::format("reduce_{}_{}_{}_k{}_r{}{}", reduce_op_name(spec.op),
+  k.name = fmt::format("{}_{}_{}_k{}_r{}{}", spec.mean ? "mean" : reduce_op_name(spec.op),
                        dtype_short_name(spec.input), dtype_short_name(spec.output), spec.kept_dims,
                        spec.reduced_dims, spec.serial ? "_serial" : "");
-  if (spec.mean) k.name = "mean" + k.name.substr(k.name.find('_'));
   kir::Builder b(k);
   kir::BufferId out = b.buffer("out", spec.output, true, kir::kRuntimeExtent);
   kir::BufferId in = b.buffer("x", spec.input, false, kir::kRuntimeExtent);

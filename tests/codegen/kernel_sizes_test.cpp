@@ -141,6 +141,12 @@ TEST(KernelSizes, TheVerifierKeepsSizesOutOfStatements) {
     k.body.push_back(l);
     EXPECT_TRUE(kiln_test::throws_error_containing([&] { kir::verify(k); },
                                                    {"%n is defined twice", "size parameters"}));
+    // Fixing the sizes would hide it: the launch verifies the kernel as written first.
+    Tensor out = kiln::empty({8});
+    std::vector<Tensor> args{out};
+    std::vector<int64_t> sizes{2};
+    EXPECT_TRUE(kiln_test::throws_error_containing([&] { kir::run_kernel(k, args, sizes); },
+                                                   {"%n is defined twice"}));
   }
   // A static buffer indexed by a runtime loop cannot be bounded.
   fails(
