@@ -63,6 +63,30 @@ const IndexRange& IndexBounds::range(ExprId e) {
   return *slot;
 }
 
+// Note [Clamped indices]
+// An index read from data (nll_loss's target) has no bound, but clamped it has one, whatever the
+// data: with lo and hi bounded, min(max(u, lo), hi) lies in [min(lo.lo, hi.lo), hi.hi] and
+// max(min(u, hi), lo) in [lo.lo, max(lo.hi, hi.hi)]. Used only where u has no bound of its own.
+std::optional<IndexRange> IndexBounds::clamp(const Expr& e) {
+  auto op = static_cast<BinaryOp>(e.op);
+  if (op != BinaryOp::Min && op != BinaryOp::Max) return std::nullopt;
+  BinaryOp inner_op = op == BinaryOp::Min ? BinaryOp::Max : BinaryOp::Min;
+  for (int side = 0; side < 2; ++side) {
+    const Expr& inner = k_.exprs[static_cast<size_t>(e.args[side])];
+    if (inner.kind != ExprKind::Binary || static_cast<BinaryOp>(inner.op) != inner_op) continue;
+    const IndexRange& outer_bound = range(e.args[1 - side]);
+    if (!outer_bound.bounded()) continue;
+    for (int s = 0; s < 2; ++s) {
+      const IndexRange& inner_bound = range(inner.args[s]);
+      if (!inner_bound.bounded()) continue;
+      if (op == BinaryOp::Min)  // min(max(u, inner_bound), outer_bound)
+        return exact(std::min(inner_bound.lo, outer_bound.lo), outer_bound.hi);
+      return exact(outer_bound.lo, std::max(inner_bound.hi, outer_bound.hi));
+    }
+  }
+  return std::nullopt;
+}
+
 IndexRange IndexBounds::compute(ExprId id) {
   const Expr& e = k_.exprs[static_cast<size_t>(id)];
   if (e.dtype == kBool) return exact(0, 1);
@@ -106,6 +130,12 @@ IndexRange IndexBounds::compute(ExprId id) {
     }
     case ExprKind::Binary: {
       const IndexRange &a = arg(0), &b = arg(1);
+      if (!a.bounded() || !b.bounded()) {
+        if (std::optional<IndexRange> c = clamp(e)) {
+          r = *c;
+          break;
+        }
+      }
       if (!a.bounded()) return a;
       if (!b.bounded()) return b;
       switch (static_cast<BinaryOp>(e.op)) {

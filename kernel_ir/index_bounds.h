@@ -32,6 +32,9 @@ class IndexBounds {
 
  private:
   IndexRange compute(ExprId e);
+  // The range of a min of a max (or a max of a min) whose bounds are bounded, whatever the
+  // clamped operand is (Note [Clamped indices]).
+  std::optional<IndexRange> clamp(const Expr& e);
   const Kernel& k_;
   std::vector<std::optional<IndexRange>> vars_;  // per variable, once defined
   std::vector<std::optional<IndexRange>> cache_;

@@ -50,8 +50,23 @@ void nll_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<cons
   bool batched = input.dim() == 2;
   int64_t n = batched ? input.size(0) : 1;
   int64_t c = input.size(input.dim() - 1);
-  Tensor x = input.to(kFloat64).contiguous();
-  const double* xp = x.data_ptr<double>();
+  // Only n elements are read: the input is not converted (a [n, vocabulary] float32 matrix
+  // would be copied whole into float64 to read one element a row).
+  Tensor x = input.contiguous();
+  auto element = [&](int64_t at) -> double {
+    switch (x.dtype()) {
+      case kFloat64:
+        return x.data_ptr<double>()[at];
+      case kFloat32:
+        return x.data_ptr<float>()[at];
+      case kFloat16:
+        return static_cast<float>(x.data_ptr<Half>()[at]);
+      case kBFloat16:
+        return static_cast<float>(x.data_ptr<BFloat16>()[at]);
+      default:
+        KILN_ERROR("{}: expected a floating point input, got {}", op.name, x.dtype());
+    }
+  };
   std::vector<int64_t> target = inputs[1].contiguous().to_vector<int64_t>();
   std::vector<double> losses(static_cast<size_t>(n), 0.0);
   double total = 0;
@@ -61,7 +76,7 @@ void nll_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<cons
     if (t == a.ignore_index) continue;
     KILN_CHECK(t >= 0 && t < c, "{}: Target {} is out of bounds (number of classes {})", op.name, t,
                c);
-    double l = -xp[i * c + t];
+    double l = -element(i * c + t);
     losses[static_cast<size_t>(i)] = l;
     total += l;
     ++count;

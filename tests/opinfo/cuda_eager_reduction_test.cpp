@@ -16,6 +16,7 @@
 #include "kiln/codegen/cuda/eager_random.h"
 #include "kiln/codegen/cuda/nvrtc_compile.h"
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
+#include "kiln/runtime/kernels/loss_programs.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_programs.h"
@@ -203,6 +204,31 @@ TEST(CudaEagerReduction, EveryReductionProgramCompilesToPtxForSm80AndSm90) {
   std::printf(
       "[cuda eager] %zu reduction kernels of %zu ops, compiled to PTX for sm_80 and sm_90\n",
       kernels, ops.size());
+}
+
+// The nll_loss program (Note [The nll_loss program]) compiles for sm_80 and sm_90 in every
+// reduction and floating dtype: one block-per-row entry over the targets. (The eager CUDA op
+// still runs the hand-written kernel of eager_indexing.cpp until a GPU run compares the two.)
+TEST(CudaEagerReduction, TheNllLossProgramCompilesToPtxForSm80AndSm90) {
+  if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
+  std::string tu;
+  size_t kernels = 0;
+  for (const char* reduction : {"none", "sum", "mean"}) {
+    for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
+      kiln::NllLossAttrs a{reduction, -100};
+      cg::CudaSource src = cg::emit_cuda(kiln::nll_loss_program(a, t, t));
+      ASSERT_EQ(src.entries.size(), 1u) << src.str();
+      EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow) << src.str();
+      if (tu.empty())
+        tu = src.translation_unit().substr(0, src.translation_unit().size() - src.code.size());
+      tu += src.code;
+      ++kernels;
+    }
+  }
+  for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "nll_loss_program_corpus")) {
+    EXPECT_EQ(count(ptx, ".entry"), kernels);
+    EXPECT_GE(count(ptx, "shfl.sync.bfly"), 2 * kernels);  // at least the bad count and target
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "kiln/runtime/cuda/cuda_reduction_ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernel_args.h"
+#include "kiln/runtime/kernels/loss_programs.h"
 #include "kiln/runtime/kernels/reduction_programs.h"
 #include "kiln/runtime/kernels/row_programs.h"
 #include "kiln/runtime/op_table.h"
@@ -164,8 +165,28 @@ bool has_row_program(const kiln::OpDef& op) {
   return op.row_program != nullptr;
 }
 
+bool is_nll_loss(const kiln::OpDef& op) {
+  return op.name == "nll_loss";
+}
+
 bool has_program(const kiln::OpDef& op) {
-  return has_row_program(op) || has_reduction_program(op);
+  return has_row_program(op) || has_reduction_program(op) || is_nll_loss(op);
+}
+
+// nll_loss(args) by its program (Note [The nll_loss program]), in the interpreter and LLVM,
+// against `eager`; no target of a sample is out of range, so `bad` must count none.
+void check_nll_loss_call(const kiln::OpDef& op, const void* attrs, const std::vector<Tensor>& args,
+                         const Tensor& eager) {
+  if (args[0].size(args[0].dim() - 1) == 0) return;  // no classes: the program needs one
+  Tensor out = kiln::empty_tensor(eager.sizes(), eager.dtype(), eager.device());
+  kiln::NllLossCall call = kiln::nll_loss_call(args, out);
+  const auto& a = *static_cast<const kiln::NllLossAttrs*>(attrs);
+  kir::Kernel k = kiln::nll_loss_program(a, args[0].dtype(), out.dtype());
+  if (!run(k, call.buffers, call.sizes)) return;
+  EXPECT_EQ(call.buffers[3].to_vector<int64_t>()[0], 0) << "no target is out of range";
+  compare(op, out, eager, call.sizes[0]);
+  if (Tensor l = run_llvm(k, call.buffers, call.sizes); l.defined())
+    compare(op, l, eager, call.sizes[0]);
 }
 
 void check_sample(const Sample& s) {
@@ -176,6 +197,8 @@ void check_sample(const Sample& s) {
       check_row_call(*node.op(), node.attrs(), a, outs[0]);
     if (outs[0].numel() > 0 && has_reduction_program(*node.op()))
       check_reduction_call(*node.op(), node.attrs(), a, outs[0]);
+    if (outs[0].numel() > 0 && is_nll_loss(*node.op()))
+      check_nll_loss_call(*node.op(), node.attrs(), a, outs[0]);
     return outs;
   });
 }
@@ -211,8 +234,32 @@ TEST(RowPrograms, EveryProgramOpHasOneAndTheOpInfoSamplesReachEach) {
     for (const std::string& c : find_opinfo(n).covers)
       reached.insert(c);
   for (const char* name :
-       {"softmax", "log_softmax", "layer_norm", "sum", "mean", "prod", "amax", "amin"})
+       {"softmax", "log_softmax", "layer_norm", "sum", "mean", "prod", "amax", "amin", "nll_loss"})
     EXPECT_TRUE(reached.count(name)) << "no OpInfo covers " << name;
+}
+
+// Targets out of range are counted into `bad` with the largest of them, ignored ones are not,
+// and neither adds to the loss; rows whose target is ignore_index give 0 and are not counted.
+TEST(NllLossProgram, CountsOutOfRangeTargetsAndSkipsIgnoredOnes) {
+  Tensor x = kiln::from_vector(std::vector<float>{-1, -2, -3, -4, -5, -6, -7, -8}, {4, 2});
+  Tensor target = kiln::from_vector(std::vector<int64_t>{1, -100, 5, 0}, {4});
+  for (const char* reduction : {"none", "sum", "mean"}) {
+    SCOPED_TRACE(reduction);
+    kiln::NllLossAttrs a{reduction, -100};
+    bool none = std::string(reduction) == "none";
+    Tensor out = none ? kiln::empty({4}) : kiln::empty({});
+    std::vector<Tensor> inputs{x, target};
+    kiln::NllLossCall call = kiln::nll_loss_call(inputs, out);
+    kir::run_kernel(kiln::nll_loss_program(a, kiln::kFloat32, kiln::kFloat32), call.buffers,
+                    call.sizes);
+    EXPECT_EQ(call.buffers[3].to_vector<int64_t>(), (std::vector<int64_t>{1, 5}));
+    // Counted: rows 0 (target 1: 2) and 3 (target 0: 7); row 2's target is out of range.
+    if (none) {
+      EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{2, 0, 0, 7}));
+    } else {
+      EXPECT_EQ(out.item<float>(), std::string(reduction) == "sum" ? 9.0f : 4.5f);
+    }
+  }
 }
 
 class ReportCounts : public ::testing::Environment {
