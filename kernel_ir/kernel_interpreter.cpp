@@ -8,13 +8,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kiln/kernel_ir/kernel_passes.h"
-
 #include "kiln/base/dtype.h"
 #include "kiln/base/error.h"
 #include "kiln/base/thread_pool.h"
 #include "kiln/kernel_ir/interpreter_lanes.h"
 #include "kiln/kernel_ir/interpreter_plan.h"
+#include "kiln/kernel_ir/kernel_passes.h"
 #include "kiln/kernel_ir/kernel_printer.h"
 #include "kiln/kernel_ir/kernel_verifier.h"
 

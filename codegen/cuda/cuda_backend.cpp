@@ -250,6 +250,27 @@ void CudaKernel::launch_entry(size_t entry, std::span<void* const> args, int64_t
                                        const_cast<void**>(args.data()), nullptr),
                     fmt::format("cuLaunchKernel({}, grid {}, block {})", e.symbol, grid, e.block));
 }
+
+void CudaKernel::launch_sized(std::span<void* const> buffers, std::span<const int64_t> sizes,
+                              int64_t work) const {
+  const CudaSource& src = binary_->source;
+  KILN_CHECK(buffers.size() == binary_->num_buffers &&
+                 sizes.size() == static_cast<size_t>(src.num_sizes) && src.entries.size() == 1,
+             "cuda backend: kernel {}: launched with {} buffers and {} sizes, takes {} and {} "
+             "({} entries)",
+             src.name, buffers.size(), sizes.size(), binary_->num_buffers, src.num_sizes,
+             src.entries.size());
+  // cuLaunchKernel takes the address of each argument; a size is a long long in the kernel.
+  static_assert(sizeof(long long) == sizeof(int64_t));
+  std::vector<void*> ptrs(buffers.begin(), buffers.end());
+  std::vector<void*> args;
+  args.reserve(ptrs.size() + sizes.size());
+  for (void*& p : ptrs)
+    args.push_back(&p);
+  for (const int64_t& v : sizes)
+    args.push_back(const_cast<int64_t*>(&v));
+  launch_entry(0, args, work);
+}
 #else
 CudaKernel::CudaKernel(std::shared_ptr<const CudaBinary> binary, int device)
     : binary_(std::move(binary)), device_(device) {
@@ -259,6 +280,9 @@ void CudaKernel::launch(std::span<void* const>) const {
   KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
 }
 void CudaKernel::launch_entry(size_t, std::span<void* const>, int64_t) const {
+  KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
+}
+void CudaKernel::launch_sized(std::span<void* const>, std::span<const int64_t>, int64_t) const {
   KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
 }
 #endif

@@ -76,6 +76,11 @@ class CudaKernel final : public CompiledKernel {
   // address of its i-th parameter, for entries that take more than the buffers. Nothing is
   // launched for work <= 0.
   void launch_entry(size_t entry, std::span<void* const> args, int64_t work) const;
+  // A kernel with size parameters (Note [Size parameters]), one entry: its buffers (device
+  // pointers, in order) and the sizes' values, over `work` elements or rows, which the caller
+  // computes from the sizes (CudaEntry::work is 0).
+  void launch_sized(std::span<void* const> buffers, std::span<const int64_t> sizes,
+                    int64_t work) const;
 
   const CudaBinary& binary() const { return *binary_; }
   int device() const { return device_; }

@@ -387,8 +387,10 @@ class Emitter {
     std::string sym = symbol(index);
     CudaEntry entry{sym, mapping, size.runtime() ? 0 : work, block, 1};
     int64_t per_block = mapping == Mapping::BlockPerRow ? 1 : block;
-    entry.grid = mapping == Mapping::SingleThread ? 1 : (work + per_block - 1) / per_block;
-    if (size.runtime()) entry.grid = 0;
+    if (size.runtime())
+      entry.grid = 0;
+    else if (mapping != Mapping::SingleThread)
+      entry.grid = (work + per_block - 1) / per_block;
     src.entries.push_back(entry);
 
     std::string code = signature(sym, block) + " {\n";

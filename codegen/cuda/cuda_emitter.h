@@ -25,7 +25,7 @@ struct CudaEntry {
   std::string symbol;  // the __global__ function's name
   Mapping mapping = Mapping::Elementwise;
   // Elements (Elementwise), rows (BlockPerRow, ThreadPerRow), or 1; 0 (and grid 0) when size
-  // parameters give it: the caller computes it and passes it to launch_entry.
+  // parameters give it: the caller computes it and passes it to launch_sized.
   int64_t work = 1;
   int block = 256;   // threads per block, a multiple of 32 (1 for SingleThread)
   int64_t grid = 1;  // blocks that cover `work` once; the launcher may use fewer (grid-stride)

@@ -54,6 +54,7 @@ struct RowKeyHash {
 void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs, const Tensor& out,
                           const void* attrs) {
   RowCall call = row_call(op, inputs, out, attrs);
+  if (call.rows == 0 || call.row_length == 0) return;
   RowKey key{&op, inputs[0].dtype(), out.device().index, 0, 0};
   if (op.name == "layer_norm") {
     const auto& a = attrs_as<LayerNormAttrs>(attrs);
@@ -64,17 +65,10 @@ void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs, const
   static auto* kernels = new cuda::EagerKernelCache<RowKey, RowKeyHash>();
   auto kernel = kernels->get(key, key.device, call.buffers.size(),
                              [&] { return cg::emit_cuda(row_program(op, key.dtype, attrs)); });
-  if (call.rows == 0 || call.row_length == 0) return;
-  std::vector<void*> ptrs;
+  std::vector<void*> buffers;
   for (const Tensor& t : call.buffers)
-    ptrs.push_back(t.impl()->data());
-  std::vector<long long> sizes(call.sizes.begin(), call.sizes.end());
-  std::vector<void*> args;
-  for (void*& p : ptrs)
-    args.push_back(&p);
-  for (long long& v : sizes)
-    args.push_back(&v);
-  kernel->launch_entry(0, args, call.rows);
+    buffers.push_back(t.impl()->data());
+  kernel->launch_sized(buffers, call.sizes, call.rows);
   if (call.copy_back) copy_into(out, call.result);
 }
 
@@ -113,13 +107,12 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   check_same_device(op, inputs, out);
   if (out.numel() == 0) return;
   long long n = shape_numel(a.normalized_shape);
-  const Tensor& x0 = inputs[0];
+  const Tensor& x = inputs[0];
   int entry =
-      x0.is_contiguous() && out.is_contiguous()
-          ? cg::eager_normalization_entry(x0.dtype(), n, x0.impl()->data(), out.impl()->data())
+      x.is_contiguous() && out.is_contiguous()
+          ? cg::eager_normalization_entry(x.dtype(), n, x.impl()->data(), out.impl()->data())
           : 0;
   if (entry == 0) return run_row_program_cuda(op, inputs, out, attrs);
-  const Tensor& x = x0;
   // The kernel reads the affine tensors in the compute dtype, as the CPU kernel converts them:
   // a float32 weight of a float16 input keeps its bits.
   DType compute = element_size(x.dtype()) == 2 ? kFloat32 : x.dtype();

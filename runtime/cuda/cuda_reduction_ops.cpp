@@ -94,15 +94,8 @@ void reduction_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   static auto* kernels = new cuda::EagerKernelCache<ReductionKey, ReductionKeyHash>();
   auto kernel =
       kernels->get(key, key.device, 2, [&] { return cg::emit_cuda(reduction_program(spec)); });
-  std::vector<long long> sizes;
-  for (int64_t v : reduction_layout_of(layout).sizes())
-    sizes.push_back(v);
-  void* out_ptr = out.impl()->data();
-  void* in_ptr = x.impl()->data();
-  std::vector<void*> args{&out_ptr, &in_ptr};
-  for (long long& v : sizes)
-    args.push_back(&v);
-  kernel->launch_entry(0, args, layout.kept.numel);
+  void* buffers[] = {out.impl()->data(), x.impl()->data()};
+  kernel->launch_sized(buffers, reduction_layout_of(layout).sizes(), layout.kept.numel);
 }
 
 }  // namespace

@@ -33,16 +33,11 @@ namespace kiln {
 // table-driven, exp_sum_vec.cpp) and as fast as the hand-written layer_norm with its sizes at
 // launch (6-10% faster specialized to one shape); eager layer_norm keeps its kernel, since
 // running the program would JIT-compile on an eager op's first call and builds without LLVM
-// need the kernel anyway. The program OpInfo test
-// runs each program in the kernel-IR interpreter and through LLVM against the CPU kernels on
-// every sample.
+// need the kernel anyway. The program OpInfo test runs each program in the kernel-IR
+// interpreter and through LLVM against the CPU kernels on every sample.
 namespace {
 
 using kir::Val;
-
-DType compute_of(DType t) {
-  return element_size(t) == 2 ? kFloat32 : t;
-}
 
 kir::Stmt accumulate(kir::VarId var, kir::ReduceOp op, Val v) {
   return kir::stmt::accumulate(var, op, v.id());
@@ -74,7 +69,7 @@ kir::Stmt row_walk(kir::Builder& b, const char* name, kir::VarId n, Body body) {
 
 kir::Kernel softmax_program(const OpDef& op, DType dtype, const void*) {
   bool log_form = op.name == "log_softmax";
-  DType c = compute_of(dtype);
+  DType c = kir::compute_dtype(dtype);
   kir::Kernel k;
   k.name = fmt::format("{}_{}", op.name, dtype_short_name(dtype));
   kir::Builder b(k);
@@ -120,7 +115,7 @@ kir::Kernel softmax_program(const OpDef& op, DType dtype, const void*) {
 
 kir::Kernel layer_norm_program(const OpDef& op, DType dtype, const void* attrs) {
   const auto& a = attrs_as<LayerNormAttrs>(attrs);
-  DType c = compute_of(dtype);
+  DType c = kir::compute_dtype(dtype);
   kir::Kernel k;
   k.name = fmt::format("{}_{}{}{}", op.name, dtype_short_name(dtype), a.has_weight ? "_w" : "",
                        a.has_bias ? "_b" : "");
@@ -182,7 +177,7 @@ RowCall row_call(const OpDef& op, std::span<const Tensor> inputs, const Tensor& 
   if (op.name == "layer_norm") {
     const auto& a = attrs_as<LayerNormAttrs>(attrs);
     // The affine tensors in the compute dtype, as the CPU kernel converts them.
-    DType c = compute_of(x.dtype());
+    DType c = kir::compute_dtype(x.dtype());
     for (size_t i = 1; i < inputs.size(); ++i)
       call.buffers.push_back(inputs[i].to(c).contiguous());
     int64_t n = shape_numel(a.normalized_shape);

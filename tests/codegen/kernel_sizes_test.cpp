@@ -128,17 +128,8 @@ TEST(KernelSizes, TheVerifierKeepsSizesOutOfStatements) {
     kir::Builder b(k);
     b.buffer("out", kiln::kFloat32, true, kir::kRuntimeExtent);
     kir::VarId n = b.size("n");
-    kir::Stmt l;
-    l.kind = kir::StmtKind::Loop;
-    l.var = n;
-    l.extent = 4;
-    kir::Stmt st;
-    st.kind = kir::StmtKind::Store;
-    st.buffer = 0;
-    st.index = b.var_ref(n);
-    st.value = b.constant(1.0, kiln::kFloat32);
-    l.body.push_back(st);
-    k.body.push_back(l);
+    k.body.push_back(kir::stmt::loop(
+        n, 4, {kir::stmt::store(0, b.var_ref(n), b.constant(1.0, kiln::kFloat32))}));
     EXPECT_TRUE(kiln_test::throws_error_containing([&] { kir::verify(k); },
                                                    {"%n is defined twice", "size parameters"}));
     // Fixing the sizes would hide it: the launch verifies the kernel as written first.
