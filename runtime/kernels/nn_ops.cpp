@@ -237,6 +237,7 @@ void register_nn_ops(OpTable& table) {
   ln.compute[static_cast<int>(DispatchKey::CPU)] = layer_norm_kernel;
 
   register_nn_loss_ops(table);
+  register_nn_backward_ops(table);
 }
 
 }  // namespace kiln
