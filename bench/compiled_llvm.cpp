@@ -13,6 +13,7 @@
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/kernel_ir/kernel_passes.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernel_args.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/row_programs.h"
@@ -175,20 +176,28 @@ void BM_LlvmCompileGelu(benchmark::State& state) {
 }
 BENCHMARK(BM_LlvmCompileGelu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(10);
 
-// Args (op, sized): op 0 softmax, 1 layer_norm (no affine); sized 0: the op's row program
-// specialized to [8192, 1024], 1: compiled once with its sizes as parameters (Note [Size
-// parameters]). Compiled by LLVM and timed against the hand-written CPU kernel of the eager op on
-// the same input: the measurement that decides which one eager runs (Note [Row programs]).
-// Reports both rates and llvm_over_eager (above 1: the hand-written kernel is faster).
+// Args (op, sized): op 0 softmax, 1 layer_norm (no affine), 2 softmax_backward, 3
+// layer_norm_backward (with a weight); sized 0: the op's row program specialized to [8192,
+// 1024], 1: compiled once with its sizes as parameters (Note [Size parameters]). Compiled by
+// LLVM and timed against the hand-written CPU kernel of the eager op on the same inputs: the
+// measurement that decides which one eager runs (Note [Row programs]). Reports both rates
+// (bytes of every input and output row) and llvm_over_eager (above 1: the hand-written kernel
+// is faster).
 void BM_RowProgramLlvm(benchmark::State& state) {
-  bool ln = state.range(0) != 0;
-  const kiln::OpDef& op = kiln::get_op(ln ? "layer_norm" : "softmax");
+  static const char* kNames[] = {"softmax", "layer_norm", "softmax_backward",
+                                 "layer_norm_backward"};
+  int which = static_cast<int>(state.range(0));
+  const kiln::OpDef& op = kiln::get_op(kNames[which]);
+  bool ln = which % 2 == 1;
   kiln::SoftmaxAttrs sa{1};
-  kiln::LayerNormAttrs la{{kCols}, 1e-5, false, false};
+  kiln::LayerNormAttrs la{{kCols}, 1e-5, which == 3, false};
   const void* attrs = ln ? static_cast<const void*>(&la) : &sa;
-  Tensor x = kiln::randn({kRows, kCols}), out = kiln::empty({kRows, kCols});
-  std::vector<Tensor> inputs{x};
-  kiln::RowCall call = kiln::row_call(op, inputs, out, attrs);
+  std::vector<Tensor> inputs{kiln::randn({kRows, kCols})};
+  if (which == 2) inputs.push_back(kiln::softmax(kiln::randn({kRows, kCols}), 1));
+  if (which == 3) inputs.insert(inputs.end(), {kiln::randn({kRows, kCols}), kiln::randn({kCols})});
+  std::vector<Tensor> outputs{kiln::empty({kRows, kCols})};
+  if (which == 3) outputs.push_back(kiln::empty({kRows, kCols}));
+  kiln::RowCall call = kiln::row_call(op, inputs, outputs, attrs);
   std::vector<int64_t> extents;
   for (const Tensor& t : call.buffers)
     extents.push_back(t.numel());
@@ -198,7 +207,7 @@ void BM_RowProgramLlvm(benchmark::State& state) {
   std::vector<int64_t> sizes = sized ? call.sizes : std::vector<int64_t>{};
   auto compiled = kiln::codegen::llvm_compile(k);
   std::vector<kiln::kir::BoundBuffer> bound = kiln::kir::bind_arguments(k, call.buffers, "bench");
-  auto eager = [&] { return ln ? kiln::layer_norm(x, {kCols}) : kiln::softmax(x, 1); };
+  auto eager = [&] { return kiln::call_op(op, inputs, attrs); };
   auto time = [](const std::function<void()>& f) {
     auto start = std::chrono::steady_clock::now();
     f();
@@ -208,23 +217,26 @@ void BM_RowProgramLlvm(benchmark::State& state) {
   for (auto _ : state) {
     llvm_s.push_back(time([&] { kiln::codegen::llvm_run(*compiled, k, bound, sizes); }));
     state.PauseTiming();
-    eager_s.push_back(time([&] { benchmark::DoNotOptimize(eager().raw_data()); }));
+    eager_s.push_back(time([&] { benchmark::DoNotOptimize(eager()[0].raw_data()); }));
     state.ResumeTiming();
   }
   std::sort(llvm_s.begin(), llvm_s.end());
   std::sort(eager_s.begin(), eager_s.end());
   double l = llvm_s[llvm_s.size() / 2], e = eager_s[eager_s.size() / 2];
-  double bytes = 2.0 * kRows * kCols * 4;
+  double rows = static_cast<double>(call.buffers.size() - (which == 3 ? 1 : 0));
+  double bytes = rows * kRows * kCols * 4;
   state.counters["llvm_GB/s"] = bytes / l * 1e-9;
   state.counters["eager_GB/s"] = bytes / e * 1e-9;
   state.counters["llvm_over_eager"] = l / e;
-  state.SetLabel(std::string(ln ? "layer_norm" : "softmax") + (sized ? ", sizes at launch" : ""));
+  state.SetLabel(std::string(kNames[which]) + (sized ? ", sizes at launch" : ""));
 }
 BENCHMARK(BM_RowProgramLlvm)
     ->Args({0, 0})
     ->Args({0, 1})
     ->Args({1, 0})
     ->Args({1, 1})
+    ->Args({2, 1})
+    ->Args({3, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -1,8 +1,8 @@
 // The row programs (Note [Row programs] in runtime/kernels/row_programs.cpp) and the reduction
 // programs (Note [Reduction programs]) against the eager CPU kernels: on every OpInfo sample
-// that reaches softmax, log_softmax, layer_norm, sum, mean, prod, amax or amin, the op's program
-// run by the kernel-IR interpreter gives the CPU kernel's result (reductions in both forms,
-// vector and serial). The sums run in another order (the CPU's blocks of 1024 are combined in
+// that reaches softmax, log_softmax, layer_norm, their fused backwards, sum, mean, prod, amax,
+// amin or nll_loss, the op's program run by the kernel-IR interpreter (and by LLVM) gives the
+// CPU kernel's result (reductions in both forms, vector and serial). The sums run in another order (the CPU's blocks of 1024 are combined in
 // double; a row program accumulates in the compute dtype), so floating results agree to a
 // tolerance that grows with the count of reduced elements; integer results are identical.
 #include <algorithm>
@@ -104,37 +104,44 @@ bool run(const kir::Kernel& k, const std::vector<Tensor>& buffers,
 }
 
 // The same program compiled by LLVM once for every size (Note [Size parameters]) and run on
-// `buffers` with a fresh (contiguous) output; the output, or an undefined tensor without LLVM.
-Tensor run_llvm(const kir::Kernel& k, const std::vector<Tensor>& buffers,
-                const std::vector<int64_t>& sizes) {
+// `buffers` with fresh (contiguous) tensors for its first `outputs` buffers; those, or nothing
+// without LLVM.
+std::vector<Tensor> run_llvm(const kir::Kernel& k, const std::vector<Tensor>& buffers,
+                             const std::vector<int64_t>& sizes, size_t outputs = 1) {
 #if KILN_WITH_LLVM
   std::vector<Tensor> args = buffers;
-  args[0] = kiln::empty_tensor(buffers[0].sizes(), buffers[0].dtype(), buffers[0].device());
+  for (size_t i = 0; i < outputs; ++i)
+    args[i] = kiln::empty_tensor(buffers[i].sizes(), buffers[i].dtype(), buffers[i].device());
   try {
     auto compiled = kiln::codegen::llvm_compile(k);
     kiln::codegen::llvm_run(*compiled, k, kir::bind_arguments(k, args, "test"), sizes);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "llvm: " << e.what() << "\n" << k.str();
-    return Tensor();
+    return {};
   }
   ++counts().llvm_calls;
-  return args[0];
+  args.resize(outputs);
+  return args;
 #else
-  (void)k, (void)buffers, (void)sizes;
-  return Tensor();
+  (void)k, (void)buffers, (void)sizes, (void)outputs;
+  return {};
 #endif
 }
 
-// op(args) by the row program in the interpreter, against `eager`, the CPU kernel's output.
+// op(args) by the row program in the interpreter, against `eager`, the CPU kernel's outputs.
 void check_row_call(const kiln::OpDef& op, const void* attrs, const std::vector<Tensor>& args,
-                    const Tensor& eager) {
-  Tensor out = kiln::empty_tensor(eager.sizes(), eager.dtype(), eager.device());
-  kiln::RowCall call = kiln::row_call(op, args, out, attrs);
+                    const std::vector<Tensor>& eager) {
+  std::vector<Tensor> outs;
+  for (const Tensor& e : eager)
+    outs.push_back(kiln::empty_tensor(e.sizes(), e.dtype(), e.device()));
+  kiln::RowCall call = kiln::row_call(op, args, outs, attrs);
   kir::Kernel k = kiln::row_program(op, args[0].dtype(), attrs);
   if (!run(k, call.buffers, call.sizes)) return;
-  compare(op, call.copy_back ? call.result : out, eager, call.row_length);
-  if (Tensor l = run_llvm(k, call.buffers, call.sizes); l.defined())
-    compare(op, l, eager, call.row_length);
+  for (size_t i = 0; i < eager.size(); ++i)
+    compare(op, call.results[i], eager[i], call.row_length);
+  std::vector<Tensor> l = run_llvm(k, call.buffers, call.sizes, eager.size());
+  for (size_t i = 0; i < l.size(); ++i)
+    compare(op, l[i], eager[i], call.row_length);
 }
 
 bool has_reduction_program(const kiln::OpDef& op) {
@@ -156,7 +163,7 @@ void check_reduction_call(const kiln::OpDef& op, const void* attrs, const std::v
     std::vector<Tensor> buffers{out, args[0]};
     if (!run(k, buffers, sizes.sizes())) return;
     compare(op, out, eager, sizes.reduced_numel());
-    if (Tensor l = run_llvm(k, buffers, sizes.sizes()); l.defined())
+    for (const Tensor& l : run_llvm(k, buffers, sizes.sizes()))
       compare(op, l, eager, sizes.reduced_numel());
   }
 }
@@ -185,7 +192,7 @@ void check_nll_loss_call(const kiln::OpDef& op, const void* attrs, const std::ve
   if (!run(k, call.buffers, call.sizes)) return;
   EXPECT_EQ(call.buffers[3].to_vector<int64_t>()[0], 0) << "no target is out of range";
   compare(op, out, eager, call.sizes[0]);
-  if (Tensor l = run_llvm(k, call.buffers, call.sizes); l.defined())
+  for (const Tensor& l : run_llvm(k, call.buffers, call.sizes))
     compare(op, l, eager, call.sizes[0]);
 }
 
@@ -194,7 +201,7 @@ void check_sample(const Sample& s) {
   replay_graph(f.graph(), s.inputs, [](const kiln::ir::Node& node, const std::vector<Tensor>& a) {
     std::vector<Tensor> outs = kiln::call_op(*node.op(), a, node.attrs());
     if (outs[0].numel() > 0 && has_row_program(*node.op()))
-      check_row_call(*node.op(), node.attrs(), a, outs[0]);
+      check_row_call(*node.op(), node.attrs(), a, outs);
     if (outs[0].numel() > 0 && has_reduction_program(*node.op()))
       check_reduction_call(*node.op(), node.attrs(), a, outs[0]);
     if (outs[0].numel() > 0 && is_nll_loss(*node.op()))
@@ -227,14 +234,16 @@ INSTANTIATE_TEST_SUITE_P(Ops, ProgramOpInfo, ::testing::ValuesIn(program_opinfo_
                          opinfo_test_name);
 
 TEST(RowPrograms, EveryProgramOpHasOneAndTheOpInfoSamplesReachEach) {
-  for (const char* name : {"softmax", "log_softmax", "layer_norm"})
+  for (const char* name : {"softmax", "log_softmax", "layer_norm", "softmax_backward",
+                           "log_softmax_backward", "layer_norm_backward"})
     EXPECT_NE(kiln::get_op(name).row_program, nullptr) << name;
   std::set<std::string> reached;
   for (const std::string& n : program_opinfo_names())
     for (const std::string& c : find_opinfo(n).covers)
       reached.insert(c);
   for (const char* name :
-       {"softmax", "log_softmax", "layer_norm", "sum", "mean", "prod", "amax", "amin", "nll_loss"})
+       {"softmax", "log_softmax", "layer_norm", "softmax_backward", "log_softmax_backward",
+        "layer_norm_backward", "sum", "mean", "prod", "amax", "amin", "nll_loss"})
     EXPECT_TRUE(reached.count(name)) << "no OpInfo covers " << name;
 }
 
