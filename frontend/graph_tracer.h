@@ -56,6 +56,9 @@ class GraphTracer final : public TracingState {
   // TracingState::records_graph_breaks.
   void set_records_graph_breaks(bool on) { graph_breaks_ = on; }
   bool records_graph_breaks() const override { return graph_breaks_; }
+  // TracingState::decomposes_fused_backwards.
+  void set_decomposes_fused_backwards(bool on) { decompose_ = on; }
+  bool decomposes_fused_backwards() const override { return decompose_; }
   // The Value `t` holds: its entry, or a new prim.constant with a copy of its data.
   ir::Value* value_of(const Tensor& t);
   // The entry's Value when `t` has a current one, else null (and no constant is made).
@@ -109,6 +112,7 @@ class GraphTracer final : public TracingState {
   std::vector<uint32_t> lifted_versions_;
   std::vector<Tensor> lifted_snapshots_;  // a lifted tensor's value before its first write
   bool graph_breaks_ = false;
+  bool decompose_ = false;
 };
 
 }  // namespace kiln

@@ -68,6 +68,10 @@ TracingStateGuard::~TracingStateGuard() {
   t_state = saved_;
 }
 
+bool tracing_decomposes_fused_backwards() {
+  return is_tracing() && current_tracing_state()->decomposes_fused_backwards();
+}
+
 bool is_tracing() {
   if (t_state == nullptr) return false;
   const LocalDispatchKeySet& keys = local_dispatch_keys();

@@ -62,7 +62,16 @@ class TracingState {
   // breaks], frontend/compile/segments.cpp); trace() records the forward ops and a fallback for
   // the backward Node instead.
   virtual bool records_graph_breaks() const { return false; }
+
+  // Whether a fused backward op should be recorded as its Tensor-op formula (Note [Fused
+  // normalization backward]): compile() asks for it, so that fusion can merge the formula with
+  // its neighbours; trace() records the fused op that eager runs, so that it replays eager
+  // exactly.
+  virtual bool decomposes_fused_backwards() const { return false; }
 };
+
+// True when a trace is active and its state asks for decomposed backwards.
+bool tracing_decomposes_fused_backwards();
 
 // The state recording on this thread, or null.
 TracingState* current_tracing_state();

@@ -121,6 +121,7 @@ StepResult start_trace(Capture& c) {
   }
   c.tracer.lift_outside_tensors(&c.plan.lifted);
   c.tracer.set_records_graph_breaks(true);
+  c.tracer.set_decomposes_fused_backwards(true);
   return {};
 }
 
