@@ -2,8 +2,8 @@
 // the kernel generated from the op's row program (Note [Row programs]), or, for contiguous rows
 // that fit in registers, the hand-written row-cached entries (Note [Row-cached normalization
 // entries] in codegen/cuda/eager_normalization.cpp). Built on the first call with the op and
-// dtype. Their backward formulas are Tensor ops (nn_derivatives.cpp), which run on the
-// pointwise and reduction kernels.
+// dtype. Their fused backwards (Note [Fused normalization backward]) run the kernels generated
+// from their row programs.
 #include <bit>
 #include <cstdint>
 #include <functional>
@@ -51,12 +51,12 @@ struct RowKeyHash {
 
 }  // namespace
 
-void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs, const Tensor& out,
-                          const void* attrs) {
-  RowCall call = row_call(op, inputs, out, attrs);
+void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs,
+                          std::span<const Tensor> outputs, const void* attrs) {
+  RowCall call = row_call(op, inputs, outputs, attrs);
   if (call.rows == 0 || call.row_length == 0) return;
-  RowKey key{&op, inputs[0].dtype(), out.device().index, 0, 0};
-  if (op.name == "layer_norm") {
+  RowKey key{&op, inputs[0].dtype(), outputs[0].device().index, 0, 0};
+  if (op.name == "layer_norm" || op.name == "layer_norm_backward") {
     const auto& a = attrs_as<LayerNormAttrs>(attrs);
     key.affine = (a.has_weight ? 1 : 0) | (a.has_bias ? 2 : 0);
     key.eps_bits = std::bit_cast<uint64_t>(a.eps);
@@ -69,7 +69,7 @@ void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs, const
   for (const Tensor& t : call.buffers)
     buffers.push_back(t.impl()->data());
   kernel->launch_sized(buffers, call.sizes, call.rows);
-  if (call.copy_back) copy_into(out, call.result);
+  call.finish(outputs);
 }
 
 namespace {
@@ -90,7 +90,7 @@ void softmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   int entry = nd > 0 && dim == nd - 1 && x.is_contiguous() && out.is_contiguous()
                   ? cg::eager_normalization_entry(x.dtype(), n, in_ptr, out_ptr)
                   : 0;
-  if (entry == 0) return run_row_program_cuda(op, inputs, out, attrs);
+  if (entry == 0) return run_row_program_cuda(op, inputs, outputs, attrs);
   cuda::OpDTypeKey key{&op, x.dtype(), x.dtype(), out.device().index};
   bool log = op.name == "log_softmax";
   auto kernel = cuda::op_dtype_kernels().get(
@@ -112,7 +112,7 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
       x.is_contiguous() && out.is_contiguous()
           ? cg::eager_normalization_entry(x.dtype(), n, x.impl()->data(), out.impl()->data())
           : 0;
-  if (entry == 0) return run_row_program_cuda(op, inputs, out, attrs);
+  if (entry == 0) return run_row_program_cuda(op, inputs, outputs, attrs);
   // The kernel reads the affine tensors in the compute dtype, as the CPU kernel converts them:
   // a float32 weight of a float16 input keeps its bits.
   DType compute = element_size(x.dtype()) == 2 ? kFloat32 : x.dtype();
@@ -132,6 +132,14 @@ void layer_norm_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   kernel->launch_entry(static_cast<size_t>(entry - 1), args, blocks_for(entry, rows));
 }
 
+// The fused backwards (Note [Fused normalization backward]) always run their row programs.
+void row_backward_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                              std::span<const Tensor> inputs, const void* attrs) {
+  for (const Tensor& out : outputs)
+    check_same_device(op, inputs, out);
+  run_row_program_cuda(op, inputs, outputs, attrs);
+}
+
 }  // namespace
 
 void register_cuda_nn_kernels(OpTable& table) {
@@ -139,6 +147,8 @@ void register_cuda_nn_kernels(OpTable& table) {
   table.mutable_op("softmax").compute[kCuda] = softmax_cuda_kernel;
   table.mutable_op("log_softmax").compute[kCuda] = softmax_cuda_kernel;
   table.mutable_op("layer_norm").compute[kCuda] = layer_norm_cuda_kernel;
+  for (const char* name : {"softmax_backward", "log_softmax_backward", "layer_norm_backward"})
+    table.mutable_op(name).compute[kCuda] = row_backward_cuda_kernel;
 }
 
 }  // namespace kiln

@@ -221,6 +221,11 @@ double reordering_slack(const kiln::OpDef& op, std::span<const Tensor> inputs, c
     // A row's sums; the row length is at most every element.
     n = static_cast<double>(inputs[0].numel());
     largest = std::max(std::abs(w), 1.0);
+  } else if (op.name.ends_with("softmax_backward") || op.name == "layer_norm_backward") {
+    // A row's sums of products of the gradient with y (or x's deviations, at most 6 over the
+    // samples' rstd): each term up to the largest gradient times that.
+    n = static_cast<double>(inputs[0].numel());
+    largest = largest_abs(inputs[0]) * std::max(largest_abs(inputs[1]), 1.0) * 8;
   } else if (op.has(kiln::kReduction)) {
     n = static_cast<double>(inputs[0].numel()) /
         static_cast<double>(std::max<int64_t>(want.numel(), 1));

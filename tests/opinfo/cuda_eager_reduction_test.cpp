@@ -113,9 +113,9 @@ TEST(CudaEagerRandom, EveryKernelCompilesToPtxForSm80AndSm90) {
     EXPECT_EQ(count(ptx, ".entry"), corpus.kernels);
 }
 
-// The eager CUDA kernels generated from the row programs (Note [Row programs]): every op,
-// dtype and affine form is a block-per-row entry that takes its sizes at launch, with two
-// block reductions a row, and compiles for sm_80 and sm_90.
+// The eager CUDA kernels generated from the row programs (Note [Row programs]): every op (the
+// fused backwards too), dtype and affine form is a block-per-row entry that takes its sizes at
+// launch, with a block reduction or more a row, and compiles for sm_80 and sm_90.
 TEST(CudaEagerNormalization, EveryRowProgramCompilesToPtxForSm80AndSm90) {
   if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
   std::string tu;
@@ -140,10 +140,22 @@ TEST(CudaEagerNormalization, EveryRowProgramCompilesToPtxForSm80AndSm90) {
         add(kiln::row_program(kiln::get_op("layer_norm"), t, &a));
       }
     }
+    // The fused backwards (Note [Fused normalization backward]).
+    add(kiln::row_program(kiln::get_op("softmax_backward"), t, &s));
+    add(kiln::row_program(kiln::get_op("log_softmax_backward"), t, &s));
+    for (bool w : {false, true}) {
+      kiln::LayerNormAttrs a{{8}, 1e-5, w, false};
+      add(kiln::row_program(kiln::get_op("layer_norm_backward"), t, &a));
+    }
+  }
+  for (const char* name : {"softmax_backward", "log_softmax_backward", "layer_norm_backward"}) {
+    const kiln::OpDef& op = kiln::get_op(name);
+    EXPECT_NE(op.compute[static_cast<int>(kiln::DispatchKey::CUDA)], nullptr) << name;
   }
   for (const std::string& ptx : ptx_for_sm80_and_sm90(tu, "row_program_corpus")) {
     EXPECT_EQ(count(ptx, ".entry"), kernels);
-    EXPECT_GE(count(ptx, "shfl.sync.bfly"), 2 * kernels);
+    // At least one block reduction a row (softmax_backward's one sum).
+    EXPECT_GE(count(ptx, "shfl.sync.bfly"), kernels);
   }
 }
 
@@ -207,8 +219,8 @@ TEST(CudaEagerReduction, EveryReductionProgramCompilesToPtxForSm80AndSm90) {
 }
 
 // The nll_loss program (Note [The nll_loss program]) compiles for sm_80 and sm_90 in every
-// reduction and floating dtype: one block-per-row entry over the targets. (The eager CUDA op
-// still runs the hand-written kernel of eager_indexing.cpp until a GPU run compares the two.)
+// reduction and floating dtype: one block-per-row entry over the targets, the kernel the eager
+// CUDA op runs.
 TEST(CudaEagerReduction, TheNllLossProgramCompilesToPtxForSm80AndSm90) {
   if (!cg::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC (KILN_WITH_CUDA=OFF)";
   std::string tu;
@@ -217,6 +229,8 @@ TEST(CudaEagerReduction, TheNllLossProgramCompilesToPtxForSm80AndSm90) {
     for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16}) {
       kiln::NllLossAttrs a{reduction, -100};
       cg::CudaSource src = cg::emit_cuda(kiln::nll_loss_program(a, t, t));
+      EXPECT_NE(kiln::get_op("nll_loss").compute[static_cast<int>(kiln::DispatchKey::CUDA)],
+                nullptr);
       ASSERT_EQ(src.entries.size(), 1u) << src.str();
       EXPECT_EQ(src.entries[0].mapping, cg::Mapping::BlockPerRow) << src.str();
       if (tu.empty())

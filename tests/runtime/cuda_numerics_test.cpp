@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -96,6 +97,54 @@ TEST(CudaNumerics, EveryNormalizationEntryMatchesTheCpu) {
         check(kiln::layer_norm(xg, {n}, w.to(kGpu), b.to(kGpu)), kiln::layer_norm(x, {n}, w, b),
               "layer_norm");
         check(kiln::layer_norm(xg, {n}), kiln::layer_norm(x, {n}), "layer_norm without affine");
+      }
+    }
+  }
+}
+
+// The fused backwards (Note [Fused normalization backward]) run the kernels generated from their
+// row programs on every row length and layout: each gradient must be the CPU's to the rounding
+// of a row sum taken in another order.
+TEST(CudaNumerics, FusedNormalizationBackwardsMatchTheCpu) {
+  KILN_REQUIRE_CUDA_DEVICE();
+  kiln::manual_seed(12);
+  for (kiln::DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16}) {
+    double eps = t == kiln::kFloat64 ? 0x1p-52 : t == kiln::kFloat16 ? 0x1p-10 : 0x1p-23;
+    for (int64_t n : {1, 4, 250, 1000, 1028, 3000, 20000}) {
+      SCOPED_TRACE(std::string(kiln::dtype_name(t)) + " rows of " + std::to_string(n));
+      Tensor x = (kiln::randn({3, n}) * 3).to(t);
+      Tensor g = kiln::randn({3, n}).to(t);
+      Tensor w = kiln::randn({n}).to(t);
+      auto grads = [&](const Tensor& xi, const Tensor& gi, const Tensor& wi) {
+        std::vector<Tensor> out;
+        auto grad_of = [&](const std::function<Tensor(const Tensor&, const Tensor&)>& f) {
+          Tensor xr = xi.detach().requires_grad_(), wr = wi.detach().requires_grad_();
+          std::vector<Tensor> r = kiln::autograd::grad({f(xr, wr)}, {xr, wr}, {gi}, false, false,
+                                                       /*allow_unused=*/true);
+          for (const Tensor& d : r)
+            if (d.defined()) out.push_back(d.to(kiln::kCPU).to(kiln::kFloat64));
+        };
+        grad_of([](const Tensor& a, const Tensor&) { return kiln::softmax(a, 1); });
+        grad_of([](const Tensor& a, const Tensor&) { return kiln::softmax(a, 0); });
+        grad_of([](const Tensor& a, const Tensor&) { return kiln::log_softmax(a, 1); });
+        grad_of([&](const Tensor& a, const Tensor& b) {
+          return kiln::layer_norm(a, {n}, b, Tensor(), 1e-3);
+        });
+        grad_of([&](const Tensor& a, const Tensor&) { return kiln::layer_norm(a, {n}); });
+        return out;
+      };
+      std::vector<Tensor> cpu = grads(x, g, w), gpu = grads(x.to(kGpu), g.to(kGpu), w.to(kGpu));
+      ASSERT_EQ(gpu.size(), cpu.size());
+      for (size_t k = 0; k < cpu.size(); ++k) {
+        std::vector<double> a = gpu[k].to_vector<double>(), c = cpu[k].to_vector<double>();
+        double largest = 1;
+        for (double v : c)
+          largest = std::max(largest, std::abs(v));
+        for (size_t i = 0; i < c.size(); ++i) {
+          // Relative to the row's largest gradient: dx subtracts row sums from each term.
+          double tol = eps * (8 + static_cast<double>(n) / 16) * largest * 8;
+          ASSERT_LE(std::abs(a[i] - c[i]), tol) << "gradient " << k << " element " << i;
+        }
       }
     }
   }
