@@ -11,7 +11,7 @@ namespace kiln::codegen::cuda {
 
 // Note [Eager CUDA index kernels]
 // The ops that read through an index tensor or return positions follow their CPU kernels
-// (runtime/kernels/indexing_ops.cpp, reduction_index_ops.cpp, nn_loss_ops.cpp) closely enough
+// (runtime/kernels/indexing_ops.cpp, reduction_index_ops.cpp) closely enough
 // that the results are the CPU's bit for bit:
 // - gather copies raw element bytes, so one kernel per element size serves every dtype.
 //   index_select and embedding are gathers too: the index operand's strides select which output
@@ -22,7 +22,6 @@ namespace kiln::codegen::cuda {
 //   duplicate indices never race and the sums do not depend on scheduling (no atomics).
 // - The index reductions take the CPU's row form ([outer, r] contiguous rows in the compute
 //   dtype) and its rule: the first NaN, else the first extreme element.
-// - nll_loss forms each loss in double, as the CPU does, and sums in double in a block.
 // Indices are checked on the device: a bad one is reported through a two-word buffer
 // (kBadIndexWords), and the op raises the CPU's error after reading it back. That read
 // synchronizes with the stream, which costs these ops their asynchrony in exchange for an error
@@ -202,55 +201,6 @@ CudaSource eager_index_reduce_source(DType compute, bool is_max) {
       fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("ct", ct),
       fmt::arg("better", better));
   src.entries.push_back(CudaEntry{base, Mapping::BlockPerRow, 0, kBlock, 1});
-  return src;
-}
-
-CudaSource eager_nll_loss_source(DType input, DType output) {
-  KILN_CHECK(is_floating(input) && is_floating(output),
-             "cuda nll_loss kernel: expected floating dtypes, got {} and {}", input, output);
-  std::string base = fmt::format("kiln_eager_nll_loss_{}_{}", symbol_of(input), symbol_of(output));
-  std::string x = convert(load("x[i * c + t]", input), input, kFloat64);
-  auto store = [&](const std::string& v) {
-    return to_storage(convert(v, kFloat64, output), output);
-  };
-  CudaSource src;
-  src.name = base.substr(5);
-  src.code = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({block}) {base}({ost}* out, const {ist}* x, "
-      "const long long* target, const long long n, const long long c, const long long "
-      "ignore_index, const int reduction, long long* bad) {{\n"
-      "  __shared__ double total_scratch[32];\n"
-      "  __shared__ long long count_scratch[32];\n"
-      "  double total = 0.0;\n"
-      "  long long count = 0;\n"
-      "  for (long long i = threadIdx.x; i < n; i += blockDim.x) {{\n"
-      "    const long long t = target[i];\n"
-      "    double loss = 0.0;\n"
-      "    if (t != ignore_index) {{\n"
-      "      if (t < 0 || t >= c) {{\n"
-      "        bad[1] = t;\n"
-      "        bad[0] = 1;\n"
-      "      }} else {{\n"
-      "        loss = -{x};\n"
-      "        total += loss;\n"
-      "        count += 1;\n"
-      "      }}\n"
-      "    }}\n"
-      "    if (reduction == 0) out[i] = {store_loss};\n"
-      "  }}\n"
-      "  total = kiln_block_reduce(total, KilnSum(), 0.0, total_scratch);\n"
-      "  count = kiln_block_reduce(count, KilnSum(), 0LL, count_scratch);\n"
-      "  if (threadIdx.x == 0 && reduction != 0) {{\n"
-      "    const double r = reduction == 1 ? total\n"
-      "                   : count == 0    ? __longlong_as_double(0x7ff8000000000000LL)\n"
-      "                                   : total / (double)count;\n"
-      "    out[0] = {store_r};\n"
-      "  }}\n"
-      "}}\n",
-      fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("ost", storage_type(output)),
-      fmt::arg("ist", storage_type(input)), fmt::arg("x", x), fmt::arg("store_loss", store("loss")),
-      fmt::arg("store_r", store("r")));
-  src.entries.push_back(CudaEntry{base, Mapping::BlockPerRow, 1, kBlock, 1});
   return src;
 }
 

@@ -1,6 +1,6 @@
 // CUDA kernels for the eager ops that read through indices or return them: gather (which also
 // runs index_select and embedding), scatter_add, the index reductions (max/min with indices,
-// argmax/argmin) and nll_loss (Note [Eager CUDA index kernels] in eager_indexing.cpp). Building
+// argmax/argmin) (Note [Eager CUDA index kernels] in eager_indexing.cpp). Building
 // the source needs neither NVRTC nor a GPU.
 #pragma once
 
@@ -28,14 +28,8 @@ CudaSource eager_scatter_add_source(DType dtype);
 // row's first NaN, else its first extreme element. `values` may be null.
 CudaSource eager_index_reduce_source(DType compute, bool is_max);
 
-// kiln_eager_nll_loss_<input>_<output>(out, x, target, long long n, long long c,
-// long long ignore_index, int reduction, long long* bad): one block over the contiguous [n, c]
-// log-probabilities; reduction 0 writes the n losses, 1 their sum, 2 their mean over the
-// targets that are not ignore_index (NaN when there are none).
-CudaSource eager_nll_loss_source(DType input, DType output);
-
 // The `bad` argument of the kernels above: bad[0] is set to 1 and bad[1] to an index outside
-// [0, dim_size) (or, for nll_loss, a target outside [0, c) that is not ignore_index). Other
+// [0, dim_size). Other
 // elements are still written; the op raises its error after the launch.
 inline constexpr int kBadIndexWords = 2;
 

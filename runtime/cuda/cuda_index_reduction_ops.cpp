@@ -1,18 +1,23 @@
 // max/min with indices, argmax/argmin, nll_loss, logsumexp and var on CUDA devices. The first
-// five are kernels of their own (Note [Eager CUDA index kernels] in
+// four are kernels of their own (Note [Eager CUDA index kernels] in
 // codegen/cuda/eager_indexing.cpp) fed the CPU kernels' row forms, so their positions and
-// values are the CPU's. logsumexp and var are compositions of the eager CUDA ops, computed in
-// double as the CPU kernels merge their blocks in double.
+// values are the CPU's. nll_loss is the kernel generated from its program. logsumexp and var
+// are compositions of the eager CUDA ops, computed in double as the CPU kernels merge their
+// blocks in double.
+#include <functional>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kiln/base/error.h"
+#include "kiln/codegen/cuda/cuda_emitter.h"
 #include "kiln/codegen/cuda/eager_indexing.h"
 #include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/cuda/cuda_index_check.h"
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
+#include "kiln/runtime/kernels/loss_programs.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"
@@ -57,29 +62,54 @@ void argmax_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
   index_reduce(op, kMax, inputs[0], attrs_as<DimIndexAttrs>(attrs), nullptr, outputs[0]);
 }
 
+// The kernels generated from nll_loss's program: one per reduction, ignore_index, dtypes and
+// device.
+struct NllKey {
+  std::string reduction;
+  int64_t ignore_index = 0;
+  DType input = kFloat32, output = kFloat32;
+  int device = 0;
+  bool operator==(const NllKey&) const = default;
+};
+struct NllKeyHash {
+  size_t operator()(const NllKey& k) const {
+    return std::hash<std::string>()(k.reduction) ^ std::hash<int64_t>()(k.ignore_index) ^
+           (static_cast<size_t>(k.input) << 1 | static_cast<size_t>(k.output) << 9 |
+            static_cast<size_t>(k.device) << 17);
+  }
+};
+
+// nll_loss by the kernel generated from its program (Note [The nll_loss program]), a block that
+// walks the rows; a target out of range is counted on the device and raises the CPU kernel's
+// error after the launch.
 void nll_loss_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                           std::span<const Tensor> inputs, const void* attrs) {
-  const auto& a = attrs_as<NllLossAttrs>(attrs);
   const Tensor& out = outputs[0];
+  const auto& a = attrs_as<NllLossAttrs>(attrs);
   check_same_device(op, inputs, out);
-  Tensor x = inputs[0].contiguous(), target = inputs[1].contiguous();
-  long long n = x.dim() == 2 ? x.size(0) : 1;
-  long long c = x.size(x.dim() - 1);
-  long long ignore_index = a.ignore_index;
-  int reduction = a.reduction == "none" ? 0 : a.reduction == "sum" ? 1 : 2;
   if (out.numel() == 0) return;
-  cuda::OpDTypeKey key{&op, x.dtype(), out.dtype(), out.device().index};
-  auto kernel = cuda::op_dtype_kernels().get(
-      key, key.device, 3, [&] { return cg::eager_nll_loss_source(x.dtype(), out.dtype()); });
-  cuda::DeviceIndexCheck check(out.device());
-  void* out_ptr = out.impl()->data();
-  void* x_ptr = x.impl()->data();
-  void* target_ptr = target.impl()->data();
-  void* bad_ptr = check.pointer();
-  void* args[] = {&out_ptr, &x_ptr, &target_ptr, &n, &c, &ignore_index, &reduction, &bad_ptr};
-  kernel->launch_entry(0, args, 1);
-  if (std::optional<int64_t> t = check.bad_index())
-    KILN_ERROR("{}: Target {} is out of bounds (number of classes {})", op.name, *t, c);
+  const Tensor& x = inputs[0];
+  int64_t c = x.size(x.dim() - 1);
+  KILN_CHECK(c > 0, "{}: expected at least one class, got input of shape {}", op.name,
+             shape_str(x.sizes()));
+  bool direct = out.is_contiguous();
+  Tensor result = direct ? out : empty_tensor(out.sizes(), out.dtype(), out.device());
+  NllLossCall call = nll_loss_call(inputs, result);
+  call.buffers[3].zero_();
+  NllKey key{a.reduction, a.ignore_index, x.dtype(), out.dtype(), out.device().index};
+  // Never destroyed: kernels may run during exit.
+  static auto* kernels = new cuda::EagerKernelCache<NllKey, NllKeyHash>();
+  auto kernel = kernels->get(key, key.device, call.buffers.size(), [&] {
+    return cg::emit_cuda(nll_loss_program(a, key.input, key.output));
+  });
+  std::vector<void*> buffers;
+  for (const Tensor& t : call.buffers)
+    buffers.push_back(t.impl()->data());
+  kernel->launch_sized(buffers, call.sizes, 1);
+  std::vector<int64_t> bad = call.buffers[3].to(kCPU).to_vector<int64_t>();
+  if (bad[0] != 0)
+    KILN_ERROR("{}: Target {} is out of bounds (number of classes {})", op.name, bad[1], c);
+  if (!direct) out.copy_(result);
 }
 
 // log(sum(exp(x - m))) + m with m the max over the dims, where m is finite; an infinite or NaN

@@ -23,12 +23,13 @@ inline void check_same_device(const OpDef& op, std::span<const Tensor> inputs, c
 void register_cuda_pointwise_kernels(OpTable& table);
 // sum, mean, prod, amax and amin over dims (cuda_reduction_ops.cpp).
 void register_cuda_reduction_kernels(OpTable& table);
-// softmax, log_softmax and layer_norm (cuda_nn_ops.cpp).
+// softmax, log_softmax, layer_norm and their fused backwards (cuda_nn_ops.cpp).
 void register_cuda_nn_kernels(OpTable& table);
-// op(inputs) -> out on a CUDA device by the kernel generated from the op's row program (Note
-// [Row programs]): softmax, log_softmax and layer_norm where no row-cached entry applies.
-void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs, const Tensor& out,
-                          const void* attrs);
+// op(inputs) -> outputs on a CUDA device by the kernel generated from the op's row program (Note
+// [Row programs]): softmax, log_softmax and layer_norm where no row-cached entry applies, and
+// their fused backwards.
+void run_row_program_cuda(const OpDef& op, std::span<const Tensor> inputs,
+                          std::span<const Tensor> outputs, const void* attrs);
 // rand, randn, dropout and arange (cuda_random_ops.cpp).
 void register_cuda_random_kernels(OpTable& table);
 // mm and bmm through cuBLAS (cublas_matmul.cpp).
