@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes the IR text parser with libFuzzer for ${1:-60} seconds: a Clang build in build-fuzz/
-# (AddressSanitizer and UndefinedBehaviorSanitizer on, LLVM backend off to keep it small), run on
-# a scratch copy of tests/fuzz/corpus/ so the seeds in the repository stay as they are. Crashing
-# inputs are written to build-fuzz/crashes/. Needs Clang 15 or newer (the library uses
-# std::source_location); set CXX_FUZZ to pick the compiler, e.g. CXX_FUZZ=clang++-19.
+# Fuzzes the IR text parsers (graph IR and kernel IR) with libFuzzer for ${1:-60} seconds: a
+# Clang build in build-fuzz/ (AddressSanitizer and UndefinedBehaviorSanitizer on, LLVM backend
+# off to keep it small), run on a scratch copy of tests/fuzz/corpus/ so the seeds in the
+# repository stay as they are. Crashing inputs are written to build-fuzz/crashes/. Needs Clang
+# 15 or newer (the library uses std::source_location); set CXX_FUZZ to pick the compiler, e.g.
+# CXX_FUZZ=clang++-19.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

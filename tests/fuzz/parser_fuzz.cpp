@@ -1,5 +1,5 @@
-// libFuzzer entry point for the IR text parser: build with scripts/fuzz_parser.sh (Clang,
-// -DKILN_FUZZ=ON). The property it checks is in parser_fuzz_lib.h.
+// libFuzzer entry point for the IR text parsers (graph IR and kernel IR): build with
+// scripts/fuzz_parser.sh (Clang, -DKILN_FUZZ=ON). The property it checks is in parser_fuzz_lib.h.
 #include <cstddef>
 #include <cstdint>
 

@@ -4,19 +4,31 @@
 // round-trips: print(parse(print(g))) == print(g). Then, as `kiln run` does, a graph that
 // verifies runs through the interpreter on generated inputs, which must succeed or throw
 // kiln::Error; graphs whose values hold more than kRunCap elements in all are not run.
+// Kernel-IR text (it starts with `kernel`) goes to the kernel-IR parser instead, with the same
+// round trip; each kernel then runs in the kernel interpreter on zeroed buffers, its size
+// parameters all kKernelSize, which must succeed or throw kiln::Error: a kernel the verifier
+// accepts never reads or writes outside its buffers (AddressSanitizer watches in the fuzz
+// build).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/base/error.h"
 #include "kiln/frontend/compile/interpreter.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
+#include "kiln/kernel_ir/kernel_interpreter.h"
+#include "kiln/kernel_ir/kernel_parser.h"
+#include "kiln/kernel_ir/kernel_passes.h"
+#include "kiln/kernel_ir/kernel_printer.h"
+#include "kiln/kernel_ir/kernel_verifier.h"
 #include "kiln/runtime/api/factories.h"
 
 namespace kiln_fuzz {
@@ -64,9 +76,83 @@ inline bool run_graph(const kiln::ir::Graph& g) {
   }
 }
 
+// The value of every size parameter when a fuzzed kernel runs.
+inline constexpr int64_t kKernelSize = 3;
+
+// The iterations of the statements in `body` when each loop runs its extent (a size parameter
+// kKernelSize times), saturating at kRunCap + 1.
+inline int64_t kernel_iterations(const std::vector<kiln::kir::Stmt>& body) {
+  int64_t total = 0;
+  for (const kiln::kir::Stmt& s : body) {
+    int64_t inner = 1 + kernel_iterations(s.body) + kernel_iterations(s.else_body);
+    int64_t trips = s.kind != kiln::kir::StmtKind::Loop ? 1
+                    : s.extent_size >= 0                ? kKernelSize
+                                                        : std::max<int64_t>(s.extent, 0);
+    if (trips > 0 && inner > (kRunCap + 1) / trips) return kRunCap + 1;
+    total = std::min(kRunCap + 1, total + trips * inner);
+  }
+  return total;
+}
+
+// Runs `k` in the kernel interpreter as the fuzz property says: true when it ran, false when it
+// was rejected (kiln::Error) or too large to run.
+inline bool run_kernel_ir(const kiln::kir::Kernel& k) {
+  try {
+    kiln::kir::verify(k);
+    std::vector<int64_t> sizes(k.sizes().size(), kKernelSize);
+    // The buffers' extents at these sizes, as `kiln opt --sizes` derives them.
+    kiln::kir::Kernel fixed = sizes.empty() ? k : kiln::kir::specialize_sizes(k, sizes);
+    if (kernel_iterations(fixed.body) > kRunCap) return false;
+    int64_t elements = 0;
+    for (const kiln::kir::Buffer& b : fixed.buffers) {
+      if (b.extent > kRunCap - elements) return false;  // no overflow: both are at most kRunCap
+      elements += b.extent;
+    }
+    std::vector<std::vector<char>> storage;
+    std::vector<kiln::kir::BoundBuffer> bound;
+    for (const kiln::kir::Buffer& b : fixed.buffers) {
+      storage.emplace_back(static_cast<size_t>(b.extent) * kiln::element_size(b.dtype) + 1, 0);
+      bound.push_back({storage.back().data(), b.dtype, b.extent});
+    }
+    kiln::kir::run_kernel(k, bound, sizes);
+    return true;
+  } catch (const kiln::Error&) {
+    return false;
+  }
+}
+
+inline ParseOutcome check_kernels(std::string_view text) {
+  ParseOutcome r;
+  std::vector<kiln::kir::Kernel> kernels;
+  try {
+    kernels = kiln::kir::parse_kernels(text);
+  } catch (const kiln::Error&) {
+    return r;
+  }
+  r.parsed = true;
+  std::string once;
+  for (const kiln::kir::Kernel& k : kernels)
+    once += kiln::kir::print(k) + "\n";
+  try {
+    std::string twice;
+    for (const kiln::kir::Kernel& k : kiln::kir::parse_kernels(once))
+      twice += kiln::kir::print(k) + "\n";
+    if (twice != once)
+      r.failure = "printing the reparsed kernels differs:\n" + once + "---\n" + twice;
+  } catch (const kiln::Error& e) {
+    r.failure = std::string("the printed kernels do not parse: ") + e.what() + "\n" + once;
+  }
+  if (!r.failure.empty()) return r;
+  r.ran = !kernels.empty();
+  for (const kiln::kir::Kernel& k : kernels)
+    r.ran = run_kernel_ir(k) && r.ran;
+  return r;
+}
+
 inline ParseOutcome check_one(const uint8_t* data, size_t size) {
   ParseOutcome r;
   std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (kiln::kir::looks_like_kernel_ir(text)) return check_kernels(text);
   std::shared_ptr<kiln::ir::Graph> g;
   try {
     g = kiln::ir::parse(text);

@@ -1,12 +1,13 @@
-// Replays the parser fuzzer's seed corpus (tests/fuzz/corpus/) and a few thousand deterministic
-// mutations of it through the fuzzer's own body, so that every build checks what
-// scripts/fuzz_parser.sh checks: no crash, only kiln::Error, and print(parse(print(g))) ==
-// print(g) for whatever parses.
+// Replays the parser fuzzer's seed corpus (tests/fuzz/corpus/: graph IR and kernel IR) and a
+// few thousand deterministic mutations of it through the fuzzer's own body, so that every
+// build checks what scripts/fuzz_parser.sh checks: no crash, only kiln::Error, and
+// print(parse(print(g))) == print(g) for whatever parses.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -95,6 +96,18 @@ const std::vector<std::string> kDictionary = {
     "name=",
     "requires_grad",
     "0.5",
+    // kernel IR
+    "kernel k(",
+    "%n: size",
+    "f32[?]",
+    " out",
+    "parallel for %i in 0..",
+    "vector for %j in 0..%n {",
+    "acc %s: f32 = sum",
+    "store %out[",
+    "load %x[",
+    "min(max(",
+    "select(",
 };
 
 // Replacements that keep a text well-formed more often than not: other numbers and other
@@ -183,17 +196,30 @@ std::string mutate(const std::vector<Seed>& seeds, std::mt19937& rng) {
 TEST(IrFuzzCorpus, DeterministicMutations) {
   std::vector<Seed> seeds = load_corpus();
   ASSERT_FALSE(seeds.empty());
-  std::mt19937 rng(0x6b696c6e);  // fixed: the same mutants in every run
-  constexpr int kMutants = 10000;
-  int parsed = 0, ran = 0;
+  // Fixed: the same mutants in every run. KILN_FUZZ_SEED and KILN_FUZZ_MUTANTS give a longer
+  // campaign by hand (the fuzzer's property without libFuzzer, which needs Clang 15).
+  const char* seed_env = std::getenv("KILN_FUZZ_SEED");
+  const char* count_env = std::getenv("KILN_FUZZ_MUTANTS");
+  std::mt19937 rng(seed_env != nullptr ? static_cast<uint32_t>(std::stoul(seed_env)) : 0x6b696c6e);
+  const int kMutants = count_env != nullptr ? std::stoi(count_env) : 10000;
+  int parsed = 0, ran = 0, kernels_ran = 0;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kMutants; ++i) {
     std::string text = mutate(seeds, rng);
-    kiln_fuzz::ParseOutcome r = run(text);
+    kiln_fuzz::ParseOutcome r;
+    try {
+      r = run(text);
+    } catch (const std::exception& e) {  // check_one turns kiln::Error into "rejected"
+      FAIL() << e.what() << ", mutant " << i << ":\n" << text;
+    }
     ASSERT_EQ(r.failure, "") << "mutant " << i << ":\n" << text;
     parsed += r.parsed ? 1 : 0;
     ran += r.ran ? 1 : 0;
+    kernels_ran += r.ran && kiln::kir::looks_like_kernel_ir(text) ? 1 : 0;
   }
+  // Kernel-IR mutants among them, run by the kernel interpreter.
+  EXPECT_GT(kernels_ran, kMutants / 200) << "kernel-IR mutants ran " << kernels_ran;
+  RecordProperty("kernel_ir_mutants_ran", kernels_ran);
   // And some must run, or the interpreter half of the property checks nothing.
   EXPECT_GT(ran, kMutants / 100) << "ran " << ran;
   RecordProperty("ran_mutants", ran);
