@@ -120,6 +120,19 @@ TEST(FusedBackward, WeightWithoutGradientAndInputWithout) {
   EXPECT_TRUE(all_close(read_doubles(gw), read_doubles(gw_ref.detach()), 1e-5, 1e-5));
 }
 
+// Enough rows that the CPU kernels split them across the thread pool (scripts/tsan.sh runs
+// this test under ThreadSanitizer): the same gradients as the formula.
+TEST(FusedBackward, RowsSplitAcrossThreads) {
+  Tensor x = input({96, 2048}, kiln::kFloat32, 13);
+  Tensor g = input({96, 2048}, kiln::kFloat32, 14).detach();
+  expect_same_gradients([](const Tensor& t) { return kiln::softmax(t, 1); }, x, g, 1e-5, "softmax");
+  expect_same_gradients([](const Tensor& t) { return kiln::log_softmax(t, 1); }, x, g, 1e-5,
+                        "log_softmax");
+  Tensor w = input({2048}, kiln::kFloat32, 15);
+  expect_same_gradients([&](const Tensor& t) { return kiln::layer_norm(t, {2048}, w, Tensor()); },
+                        x, g, 1e-5, "layer_norm");
+}
+
 // trace() records the fused op that eager runs; compile() traces the formula for fusion.
 TEST(FusedBackward, TraceRecordsTheFusedOpAndCompileTheFormula) {
   auto step = [](const std::vector<Tensor>& in) {
