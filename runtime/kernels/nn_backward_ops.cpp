@@ -17,6 +17,7 @@
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"
 #include "kiln/runtime/kernels/reduction_vec.h"
+#include "kiln/runtime/kernels/row_kernels.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
@@ -24,10 +25,6 @@ namespace {
 
 constexpr int64_t kGrain = 32768;  // elements per parallel chunk at least
 constexpr int64_t kBlock = 1024;   // elements summed in T lanes before the double total
-
-DType compute_of(DType t) {
-  return element_size(t) == 2 ? kFloat32 : t;
-}
 
 // sum(f(i)) over i in [0, n): blocks of kBlock summed in 16 T lanes (a loop the compiler
 // vectorizes), the blocks combined in double, as block_sum does for the forward kernels.
@@ -48,42 +45,6 @@ double row_sum(int64_t n, F f) {
       total += static_cast<double>(v);
   }
   return total;
-}
-
-// `t` in the compute dtype, contiguous, with `dim` moved innermost.
-Tensor rows_of(const Tensor& t, DType compute, int64_t dim) {
-  Tensor x = t.dtype() == compute ? t : t.to(compute);
-  int64_t last = t.dim() == 0 ? 0 : t.dim() - 1;
-  if (t.dim() > 0 && dim != last) x = x.transpose(dim, last);
-  return x.contiguous();
-}
-
-// Runs body<T>() on rows of `like`'s shape with `dim` innermost, into contiguous compute-dtype
-// results that are then copied into `outputs` (or written directly where they are the outputs).
-template <class Body>
-void over_rows(std::span<const Tensor> outputs, const Tensor& like, int64_t dim, Body&& body) {
-  int64_t nd = like.dim();
-  int64_t last = nd == 0 ? 0 : nd - 1;
-  DType compute = compute_of(like.dtype());
-  bool moved = nd > 0 && dim != last;
-  Shape sizes = like.sizes();
-  if (moved) std::swap(sizes[static_cast<size_t>(dim)], sizes[static_cast<size_t>(last)]);
-  std::vector<Tensor> results;
-  for (const Tensor& out : outputs) {
-    bool direct = !moved && compute == out.dtype() && out.is_contiguous();
-    results.push_back(direct ? out : empty_tensor(sizes, compute, out.device()));
-  }
-  if (like.numel() > 0) {
-    if (compute == kFloat64) {
-      body.template operator()<double>(compute, results);
-    } else {
-      body.template operator()<float>(compute, results);
-    }
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (results[i].is_same(outputs[i])) continue;
-    copy_into(outputs[i], moved ? results[i].transpose(dim, last) : results[i]);
-  }
 }
 
 // ---- softmax_backward, log_softmax_backward ----

@@ -20,6 +20,7 @@
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"
 #include "kiln/runtime/kernels/reduction_vec.h"
+#include "kiln/runtime/kernels/row_kernels.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
@@ -97,41 +98,15 @@ DType floating_dtype(const OpDef& op, std::span<const MetaRef> inputs, const voi
   return t;
 }
 
-DType compute_dtype(DType t) {
-  return element_size(t) == 2 ? kFloat32 : t;
-}
-
-// Runs body<T>(x_rows, out_rows) on a contiguous [rows, n] view with `dim` innermost, in the
-// compute dtype, and writes the result into `out`.
-template <class Body>
-void over_rows(const Tensor& input, const Tensor& out, int64_t dim, Body&& body) {
-  int64_t nd = input.dim();
-  int64_t last = nd == 0 ? 0 : nd - 1;
-  DType compute = compute_dtype(input.dtype());
-  Tensor x = input.dtype() == compute ? input : input.to(compute);
-  bool moved = nd > 0 && dim != last;
-  if (moved) x = x.transpose(dim, last);
-  x = x.contiguous();
-  bool direct = !moved && compute == out.dtype() && out.is_contiguous();
-  Tensor res = direct ? out : empty_tensor(x.sizes(), compute, out.device());
-  if (x.numel() > 0) {
-    if (compute == kFloat64) {
-      body.template operator()<double>(x, res);
-    } else {
-      body.template operator()<float>(x, res);
-    }
-  }
-  if (!direct) copy_into(out, moved ? res.transpose(dim, last) : res);
-}
-
 template <bool kLog>
 void softmax_kernel(const OpDef& op, std::span<const Tensor> outputs,
                     std::span<const Tensor> inputs, const void* attrs) {
   const Tensor& in = inputs[0];
   int64_t dim = wrap_dim(op.name, attrs_as<SoftmaxAttrs>(attrs).dim, in.dim());
-  over_rows(in, outputs[0], dim, [&]<class T>(const Tensor& x, const Tensor& res) {
+  over_rows(outputs.first(1), in, dim, [&]<class T>(DType compute, std::vector<Tensor>& res) {
+    Tensor x = rows_of(in, compute, dim);
     int64_t n = x.dim() == 0 ? 1 : x.size(x.dim() - 1);
-    softmax_rows<T, kLog>(x.data_ptr<T>(), res.data_ptr<T>(), x.numel() / n, n);
+    softmax_rows<T, kLog>(x.data_ptr<T>(), res[0].data_ptr<T>(), x.numel() / n, n);
   });
 }
 
@@ -204,15 +179,17 @@ void layer_norm_kernel(const OpDef&, std::span<const Tensor> outputs,
   const Tensor& in = inputs[0];
   int64_t n = shape_numel(a.normalized_shape);
   int64_t last = in.dim() - 1;
-  DType compute = compute_dtype(in.dtype());
+  DType compute = row_compute_dtype(in.dtype());
   auto prep = [&](const Tensor& t) {
     return (t.dtype() == compute ? t : t.to(compute)).contiguous();
   };
   Tensor w = a.has_weight ? prep(inputs[1]) : Tensor();
   Tensor b = a.has_bias ? prep(inputs[a.has_weight ? 2 : 1]) : Tensor();
-  over_rows(in, outputs[0], last, [&]<class T>(const Tensor& x, const Tensor& res) {
+  over_rows(outputs.first(1), in, last, [&]<class T>(DType, std::vector<Tensor>& res) {
     if (n == 0) return;
-    layer_norm_rows<T>(x.data_ptr<T>(), res.data_ptr<T>(), w.defined() ? w.data_ptr<T>() : nullptr,
+    Tensor x = rows_of(in, compute, last);
+    layer_norm_rows<T>(x.data_ptr<T>(), res[0].data_ptr<T>(),
+                       w.defined() ? w.data_ptr<T>() : nullptr,
                        b.defined() ? b.data_ptr<T>() : nullptr, x.numel() / n, n, a.eps);
   });
 }
