@@ -15,6 +15,15 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// An exception raised by user code in another language (a Python hook or autograd.Function),
+// carried through the library unchanged so that the caller in that language gets its own
+// exception back, with its type and traceback. The autograd engine, which adds the failing
+// Node's name to other errors, passes these through as they are.
+class ForeignError : public std::exception {
+ public:
+  const char* what() const noexcept override { return "an exception raised by user code"; }
+};
+
 namespace detail {
 [[noreturn]] void throw_error(std::string message);
 }  // namespace detail

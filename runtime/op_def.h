@@ -33,6 +33,9 @@ enum OpFlag : uint32_t {
   // eq/ne/lt/le/gt/ge of two tensors: the operands are compared in result_type, where a zero-dim
   // operand ranks below a dimensioned one, so kernels built from the expression convert them first
   kTensorComparison = 1u << 9,
+  // A helper other ops' derivatives call (gelu_backward, slice_backward, ...): callable through
+  // kiln.ops in Python, but not a public function or Tensor method there.
+  kInternal = 1u << 10,
 };
 
 // What a shape or dtype rule sees of an input: enough for Meta tensors and IR types alike.
@@ -85,6 +88,10 @@ struct OpDef {
   std::string name;
   std::vector<std::string> input_names;  // the schema's tensor inputs
   bool variadic = false;                 // takes any number of inputs (cat, stack)
+  // The order of the arguments when called positionally from Python: the names of tensor
+  // inputs and attribute fields. Empty: the tensor inputs, then the attribute fields in their
+  // declaration order. Set where torch orders them otherwise (index_select(self, dim, index)).
+  std::vector<std::string> python_order;
   uint32_t flags = 0;
   const AttrVTable* attrs = nullptr;
   std::string attrs_type;  // the attribute struct's name, for messages and the IR

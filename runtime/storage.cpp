@@ -10,8 +10,17 @@ StorageImpl::StorageImpl(size_t nbytes, Allocator* allocator, Device device)
   if (allocator_ != nullptr) data_ = allocator_->allocate(nbytes);
 }
 
+StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, std::function<void()> release)
+    : data_(data), nbytes_(nbytes), release_(std::move(release)), device_(device) {}
+
 StorageImpl::~StorageImpl() {
   if (allocator_ != nullptr) allocator_->deallocate(data_, nbytes_);
+  if (release_) release_();
+}
+
+Storage make_external_storage(void* data, size_t nbytes, Device device,
+                              std::function<void()> release) {
+  return std::make_shared<StorageImpl>(data, nbytes, device, std::move(release));
 }
 
 Storage make_storage(size_t nbytes, Device device) {

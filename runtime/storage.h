@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "kiln/runtime/allocator.h"
@@ -19,6 +20,9 @@ class StorageImpl {
  public:
   // Owning storage: nbytes from `allocator` (null allocator: no data, as for Meta tensors).
   StorageImpl(size_t nbytes, Allocator* allocator, Device device);
+  // Memory owned by someone else (a NumPy array, a DLPack producer): `release` runs when the
+  // last tensor over it is gone, and is how the owner learns it may free the memory.
+  StorageImpl(void* data, size_t nbytes, Device device, std::function<void()> release);
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -34,6 +38,7 @@ class StorageImpl {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Allocator* allocator_ = nullptr;
+  std::function<void()> release_;
   Device device_;
   std::atomic<uint32_t> version_{0};
 };
@@ -41,5 +46,8 @@ class StorageImpl {
 using Storage = std::shared_ptr<StorageImpl>;
 
 Storage make_storage(size_t nbytes, Device device);
+// Storage over memory Kiln did not allocate (see the constructor above).
+Storage make_external_storage(void* data, size_t nbytes, Device device,
+                              std::function<void()> release);
 
 }  // namespace kiln

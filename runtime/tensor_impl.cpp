@@ -1,9 +1,19 @@
 #include "kiln/runtime/tensor_impl.h"
 
+#include <atomic>
+
 #include "kiln/base/error.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 
 namespace kiln {
+
+namespace {
+std::atomic<int64_t> g_live_tensor_impls{0};
+}  // namespace
+
+int64_t TensorImpl::live_count() {
+  return g_live_tensor_impls.load(std::memory_order_relaxed);
+}
 
 TensorImpl::TensorImpl(Storage storage, DType dtype, Shape sizes, Shape strides,
                        int64_t storage_offset)
@@ -14,9 +24,12 @@ TensorImpl::TensorImpl(Storage storage, DType dtype, Shape sizes, Shape strides,
       numel_(shape_numel(sizes_)),
       dtype_(dtype) {
   is_contiguous_ = strides_are_contiguous(sizes_, strides_);
+  g_live_tensor_impls.fetch_add(1, std::memory_order_relaxed);
 }
 
-TensorImpl::~TensorImpl() = default;
+TensorImpl::~TensorImpl() {
+  g_live_tensor_impls.fetch_sub(1, std::memory_order_relaxed);
+}
 
 autograd::AutogradMeta& TensorImpl::ensure_autograd_meta() {
   if (!autograd_meta_) autograd_meta_ = std::make_unique<autograd::AutogradMeta>();

@@ -98,24 +98,15 @@ void Tensor::remove_hook(unsigned handle) const {
   meta->hooks->hooks[handle] = nullptr;
 }
 
-namespace {
-struct PostAccumulateHookList : autograd::PostAccumulateGradHook {
-  void operator()(const Tensor& param) override {
-    for (const auto& fn : fns)
-      fn(param);
-  }
-  std::vector<std::function<void(const Tensor&)>> fns;
-};
-}  // namespace
-
 void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
   KILN_CHECK(requires_grad() && is_leaf(),
              "register_post_accumulate_grad_hook: only leaf tensors that require grad have a "
              "post-accumulate-grad hook");
   AutogradMeta& meta = checked()->ensure_autograd_meta();
   if (!meta.post_acc_grad_hook)
-    meta.post_acc_grad_hook = std::make_unique<PostAccumulateHookList>();
-  static_cast<PostAccumulateHookList&>(*meta.post_acc_grad_hook).fns.push_back(std::move(hook));
+    meta.post_acc_grad_hook = std::make_unique<autograd::PostAccumulateGradHookList>();
+  static_cast<autograd::PostAccumulateGradHookList&>(*meta.post_acc_grad_hook)
+      .fns.push_back(std::move(hook));
 }
 
 namespace autograd {
@@ -186,8 +177,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                                            /*accumulate_grad=*/false, input_edges);
   for (size_t i = 0; i < result.size(); ++i) {
     KILN_CHECK(result[i].defined() || allow_unused,
-               "grad: one of the differentiated tensors (input {}, shape {}) appears to not have "
-               "been used in the graph; set allow_unused=true if this is the desired behavior",
+               "grad: One of the differentiated Tensors (input {}, shape {}) appears to not have "
+               "been used in the graph. Set allow_unused=True if this is the desired behavior.",
                i, shape_str(inputs[i].sizes()));
   }
   return result;

@@ -87,13 +87,13 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t outp
 
 void install_retains_grad_hook(const Tensor& t);
 
-void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
+void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
   AutogradMeta& meta = t.impl()->ensure_autograd_meta();
   // A retained gradient follows the tensor to its new history and leaves the old one: .grad
   // holds the gradient of the current version only, never a sum over the versions.
   if (meta.retains_grad && meta.grad_fn) meta.grad_fn->pop_retains_grad_hook(meta.output_nr);
   meta.grad_fn = fn;
-  meta.output_nr = 0;
+  meta.output_nr = output_nr;
   meta.requires_grad = true;
   // Hooks registered on the old history stay there; new hooks attach to the new grad_fn.
   meta.hooks.reset();

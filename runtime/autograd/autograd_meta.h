@@ -56,8 +56,9 @@ Edge gradient_edge(const Tensor& t);
 std::shared_ptr<Node> grad_accumulator(const Tensor& t);
 // Makes `t` output `output_nr` of `fn` (adds the input metadata to fn).
 void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
-// An in-place op's result: `t` becomes output 0 of `fn` (whose metadata is already added).
-void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn);
+// An in-place op's result: `t` becomes output `output_nr` of `fn` (whose metadata is already
+// added).
+void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr = 0);
 // Tensor::retain_grad: the grad_fn stores this output's gradient in the tensor's .grad.
 void install_retains_grad_hook(const Tensor& t);
 

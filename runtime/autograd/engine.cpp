@@ -313,6 +313,8 @@ void evaluate_function(GraphTask& task, const std::shared_ptr<Node>& fn, InputBu
         task.used_streams.push_back(*stream);
     }
     outputs = call_function(task, *fn, std::move(inputs));
+  } catch (const ForeignError&) {
+    throw;  // the user's own exception, unchanged (base/error.h)
   } catch (const std::exception& e) {
     rethrow_with_node(*fn, e);
   }

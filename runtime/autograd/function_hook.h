@@ -28,6 +28,16 @@ struct PostAccumulateGradHook {
   virtual void operator()(const Tensor& param) = 0;
 };
 
+// A leaf's post-accumulate-grad hooks (Tensor::register_post_accumulate_grad_hook), in the
+// order they were registered.
+struct PostAccumulateGradHookList : PostAccumulateGradHook {
+  void operator()(const Tensor& param) override {
+    for (const auto& fn : fns)
+      if (fn) fn(param);
+  }
+  std::vector<std::function<void(const Tensor&)>> fns;
+};
+
 // Adapters from plain callables.
 struct LambdaPreHook : FunctionPreHook {
   explicit LambdaPreHook(std::function<variable_list(const variable_list&)> f) : fn(std::move(f)) {}

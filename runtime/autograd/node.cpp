@@ -27,8 +27,17 @@ uint64_t peek_sequence_nr() {
   return t_sequence_nr;
 }
 
+namespace {
+std::atomic<int64_t> g_live_nodes{0};
+}  // namespace
+
+int64_t Node::live_count() {
+  return g_live_nodes.load(std::memory_order_relaxed);
+}
+
 Node::Node(uint64_t sequence_nr, edge_list&& next_edges)
     : sequence_nr_(sequence_nr), thread_id_(this_thread_id()), next_edges_(std::move(next_edges)) {
+  g_live_nodes.fetch_add(1, std::memory_order_relaxed);
   for (const Edge& e : next_edges_)
     update_topological_nr(e);
   if (AnomalyMode::is_enabled()) {
@@ -38,7 +47,9 @@ Node::Node(uint64_t sequence_nr, edge_list&& next_edges)
 
 Node::Node(edge_list&& next_edges) : Node(t_sequence_nr++, std::move(next_edges)) {}
 
-Node::~Node() = default;
+Node::~Node() {
+  g_live_nodes.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void delete_node(Node* node) noexcept {
   // A pointer to the outermost call's queue, not a thread_local vector: a trivially destructible

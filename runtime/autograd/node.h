@@ -123,6 +123,13 @@ class Node : public std::enable_shared_from_this<Node> {
   // on tensor data. Only consulted when is_traceable() is false.
   virtual bool passes_state_transparently() { return false; }
 
+  // The Python object for this Node (a grad_fn), or null (Note [Python object slot] in
+  // runtime/tensor_impl.h).
+  void* pyobj() const { return pyobj_; }
+  void set_pyobj(void* obj) { pyobj_ = obj; }
+  // Nodes alive in the process, for leak tests (the Python package exposes it).
+  static int64_t live_count();
+
   // Serializes apply() of Nodes that concurrent backward calls may share (AccumulateGrad).
   std::mutex& mutex() { return mutex_; }
 
@@ -144,6 +151,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::unordered_map<size_t, std::unique_ptr<FunctionPreHook>> retains_grad_hooks_;
   std::vector<std::unique_ptr<FunctionPostHook>> post_hooks_;
   std::vector<InputMetadata> input_metadata_;
+  void* pyobj_ = nullptr;
 };
 
 // Note [Iterative Node deletion]

@@ -271,16 +271,19 @@ void register_indexing_ops(OpTable& table) {
   embedding.compute[cpu] = embedding_kernel;
 
   OpDef& index_select = table.add<DimAttrs>("index_select", {"self", "index"}, 0, "DimAttrs");
+  index_select.python_order = {"self", "dim", "index"};  // torch's argument order
   index_select.shape = index_select_shape;
   index_select.dtype = first_dtype;
   index_select.compute[cpu] = index_select_kernel;
 
   OpDef& gather = table.add<DimAttrs>("gather", {"self", "index"}, 0, "DimAttrs");
+  gather.python_order = {"self", "dim", "index"};
   gather.shape = gather_shape;
   gather.dtype = first_dtype;
   gather.compute[cpu] = gather_kernel;
 
   OpDef& scatter_add = table.add<DimAttrs>("scatter_add", {"self", "index", "src"}, 0, "DimAttrs");
+  scatter_add.python_order = {"self", "dim", "index", "src"};
   scatter_add.shape = scatter_add_shape;
   scatter_add.dtype = scatter_add_dtype;
   scatter_add.compute[cpu] = scatter_add_kernel;

@@ -199,8 +199,8 @@ void layer_norm_backward_kernel(const OpDef&, std::span<const Tensor> outputs,
 void register_nn_backward_ops(OpTable& table) {
   constexpr int kCpu = static_cast<int>(DispatchKey::CPU);
   auto softmax_like = [&](const char* name, ComputeKernel kernel) {
-    OpDef& op = table.add<SoftmaxAttrs>(name, {"grad_output", "output"}, kNonDifferentiable,
-                                        "SoftmaxAttrs");
+    OpDef& op = table.add<SoftmaxAttrs>(name, {"grad_output", "output"},
+                                        kNonDifferentiable | kInternal, "SoftmaxAttrs");
     op.shape = softmax_backward_shape;
     op.dtype = same_floating_dtype;
     op.compute[kCpu] = kernel;
@@ -209,7 +209,7 @@ void register_nn_backward_ops(OpTable& table) {
   softmax_like("log_softmax_backward", softmax_backward_kernel<true>);
 
   OpDef& ln = table.add<LayerNormAttrs>("layer_norm_backward", {"grad_output", "input", "weight"},
-                                        kNonDifferentiable, "LayerNormAttrs");
+                                        kNonDifferentiable | kInternal, "LayerNormAttrs");
   ln.variadic = true;  // (grad_output, input, [weight]): see LayerNormAttrs
   ln.shape = layer_norm_backward_shape;
   ln.dtype = same_floating_dtype;

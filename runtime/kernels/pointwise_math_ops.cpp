@@ -263,7 +263,7 @@ void register_pointwise_math_ops(OpTable& table) {
   gelu.expr = gelu_expr;
 
   OpDef& gelu_bw = table.add<GeluAttrs>("gelu_backward", {"grad_output", "self"},
-                                        kPointwise | kRecomputable, "GeluAttrs");
+                                        kPointwise | kRecomputable | kInternal, "GeluAttrs");
   gelu_bw.shape = rules::broadcast_shape;
   gelu_bw.dtype = gelu_dtype;
   gelu_bw.compute[kCpuKey] = gelu_backward_kernel;

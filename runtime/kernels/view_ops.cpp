@@ -320,14 +320,14 @@ void register_view_ops(OpTable& table) {
   // The gradients of slice and select (see SliceBackwardAttrs); their derivatives are in
   // runtime/autograd/derivatives/shape_derivatives.cpp.
   constexpr int cpu = static_cast<int>(DispatchKey::CPU);
-  OpDef& slice_bw = table.add<SliceBackwardAttrs>("slice_backward", {"grad"}, kRecomputable,
-                                                  "SliceBackwardAttrs");
+  OpDef& slice_bw = table.add<SliceBackwardAttrs>("slice_backward", {"grad"},
+                                                  kRecomputable | kInternal, "SliceBackwardAttrs");
   slice_bw.shape = slice_backward_shape;
   slice_bw.dtype = rules::same_dtype;
   slice_bw.compute[cpu] = slice_backward_kernel;
 
-  OpDef& select_bw = table.add<SelectBackwardAttrs>("select_backward", {"grad"}, kRecomputable,
-                                                    "SelectBackwardAttrs");
+  OpDef& select_bw = table.add<SelectBackwardAttrs>(
+      "select_backward", {"grad"}, kRecomputable | kInternal, "SelectBackwardAttrs");
   select_bw.shape = select_backward_shape;
   select_bw.dtype = rules::same_dtype;
   select_bw.compute[cpu] = select_backward_kernel;
