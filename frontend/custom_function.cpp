@@ -47,6 +47,11 @@ void AutogradContext::mark_non_differentiable(const std::vector<Tensor>& outputs
     non_differentiable_.push_back(t.impl());
 }
 
+void AutogradContext::mark_dirty(const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    dirty_.push_back(t.impl());
+}
+
 bool AutogradContext::needs_input_grad(size_t i) const {
   KILN_CHECK(i < needs_input_grad_.size(),
              "needs_input_grad: index {} is out of range for {} tensor inputs (or called outside "
@@ -84,6 +89,20 @@ void finish_custom_function(const std::shared_ptr<CppNodeBase>& node, bool recor
                               t.impl()) != ctx.non_differentiable_.end();
     if (non_diff || !is_floating(t.dtype())) {
       node->add_undefined_input();
+      continue;
+    }
+    bool dirty = std::find(ctx.dirty_.begin(), ctx.dirty_.end(), t.impl()) != ctx.dirty_.end();
+    if (dirty) {
+      KILN_CHECK(!(t.is_leaf() && t.requires_grad()),
+                 "{}: a leaf Variable that requires grad is being used in an in-place operation.",
+                 node->name());
+      const AutogradMeta* meta = t.impl()->autograd_meta();
+      KILN_CHECK(meta == nullptr || !meta->is_view() || !requires_grad(meta->view_source),
+                 "{}: mark_dirty on a view of a tensor that requires grad is not supported yet; "
+                 "clone() the view first",
+                 node->name());
+      node->add_input_metadata(t);
+      rebase_history(t, node, static_cast<uint32_t>(i));
       continue;
     }
     set_result_history(t, node, static_cast<uint32_t>(i), tensor_inputs);

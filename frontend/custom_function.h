@@ -41,6 +41,9 @@ class AutogradContext {
   std::vector<Tensor> get_saved_variables() const;
   // Outputs that get no gradient (an argmax returned next to values).
   void mark_non_differentiable(const std::vector<Tensor>& outputs);
+  // Inputs that forward modified in place and returns: each becomes the output of this
+  // Function's Node (its history is rebased, as an in-place op's is), not a new alias.
+  void mark_dirty(const std::vector<Tensor>& inputs);
   // With true (the default), gradients that did not flow reach backward as zeros.
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
   // In backward: does the tensor input `i` (counting tensor arguments only) need a gradient?
@@ -56,6 +59,7 @@ class AutogradContext {
   std::vector<Tensor> to_save_;
   std::vector<SavedVariable> saved_;
   std::vector<const TensorImpl*> non_differentiable_;
+  std::vector<const TensorImpl*> dirty_;
   std::vector<bool> needs_input_grad_;
   bool materialize_grads_ = true;
   std::weak_ptr<Node> node_;

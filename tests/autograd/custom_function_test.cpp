@@ -127,6 +127,34 @@ TEST(CustomFunction, WrongNumberOfGradientsIsAnError) {
                                       {"WrongCount", "returned 1 gradients", "2 tensor inputs"}));
 }
 
+// Adds one to x in place and returns it: x's history moves to this Function's Node.
+struct AddOneInPlace : ag::Function<AddOneInPlace> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+    x.add_(1);
+    ctx->mark_dirty({x});
+    return x;
+  }
+  // 3 * grad: not the true derivative (1), so the test sees that this backward ran.
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0] * 3}; }
+};
+
+TEST(CustomFunction, MarkDirtyRebasesTheInputsHistory) {
+  Tensor leaf = vec({1, 2});
+  Tensor x = leaf * 2;
+  Tensor y = AddOneInPlace::apply(x);
+  EXPECT_TRUE(y.is_same(x));  // the input itself, not an alias
+  EXPECT_EQ(x.grad_fn()->name(), "AddOneInPlace");
+  EXPECT_EQ(values(x), (std::vector<float>{3, 5}));
+  y.sum().backward();
+  EXPECT_EQ(values(leaf.grad()), (std::vector<float>{6, 6}));  // 3 * d(2 leaf)/d leaf
+}
+
+TEST(CustomFunction, MarkDirtyOnALeafThatRequiresGradIsAnError) {
+  Tensor leaf = vec({1, 2});
+  EXPECT_TRUE(throws_error_containing([&] { AddOneInPlace::apply(leaf); },
+                                      {"AddOneInPlace", "a leaf Variable that requires grad"}));
+}
+
 TEST(CustomFunction, NoRecordingWithoutGrad) {
   Tensor x = kiln::from_vector<float>({1, 2});
   Tensor y = MulConstant::apply(x, 2.0);
