@@ -60,7 +60,8 @@ function(kiln_add_layer name)
   set_source_files_properties(${srcs} PROPERTIES COMPILE_OPTIONS "${KILN_KERNEL_FLAGS}")
   install(TARGETS kiln_${name} EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/
-          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/${name} FILES_MATCHING PATTERN "*.h")
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/${name} FILES_MATCHING PATTERN "*.h"
+          PATTERN "python" EXCLUDE)
 
   if(KILN_CHECK_LAYERS)
     add_executable(kiln_layer_check_${name} ${PROJECT_SOURCE_DIR}/cmake/layer_check_main.cpp)

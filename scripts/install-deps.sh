@@ -8,6 +8,7 @@ packages=(
   llvm-19-dev libopenblas-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev nlohmann-json3-dev
   graphviz  # renders the debug folder's .dot files to .svg (tested by cli.demo_short)
+  python3-dev python3-venv  # the Python package (scripts/python-env.sh makes its environment)
 )
 
 missing=()

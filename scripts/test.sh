@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+bash scripts/python-env.sh
+python=$PWD/.venv/bin/python
 start=$SECONDS
 
 # Build and test times are reported separately (the CI budget is 30 minutes cold).
@@ -13,11 +15,24 @@ phase() { echo "kiln: $1 took $((SECONDS - phase_start)) s"; phase_start=$SECOND
 phase_start=$SECONDS
 
 echo "== build (RelWithDebInfo) =="
-bash scripts/build.sh build
+bash scripts/build.sh build -DPython_EXECUTABLE="$python"
 phase "the build"
-echo "== tests =="
+echo "== tests (C++ suites and the Python package's pytest files) =="
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 phase "the tests"
+
+# `pip install .` as a user runs it, into a fresh virtual environment, but into the build folder
+# above with the same configuration, so that it links the package instead of building the
+# library a second time; then the installed package runs the example from outside the checkout.
+echo "== pip install . (fresh virtual environment) =="
+rm -rf build/pip-venv
+"$python" -m venv build/pip-venv
+build/pip-venv/bin/python -m pip install --quiet --disable-pip-version-check . \
+  -C build-dir=build -C cmake.define.Python_EXECUTABLE="$python" \
+  -C cmake.define.KILN_BUILD_TESTS=ON -C cmake.define.KILN_BUILD_BENCH=ON \
+  -C cmake.define.KILN_CHECK_LAYERS=ON
+(cd /tmp && "$OLDPWD/build/pip-venv/bin/python" "$OLDPWD/examples/python/train_mlp.py" --steps 12 --compile)
+phase "pip install ."
 
 if [[ ${KILN_TEST_SANITIZE:-1} != 0 ]]; then
   echo "== build (ASan + UBSan) =="

@@ -1,0 +1,73 @@
+"""Kiln: tensors with PyTorch-style autograd and a tracing JIT, from Python.
+
+The C++ core is the extension module ``kiln._C``; this package gives it torch's names. Every
+op of the op table is a function here and, where its first input is ``self``, a Tensor method
+(bound from the op's schema by ``kiln._C``); ``kiln.ops.<name>`` reaches every op, internal
+ones included, by its table name.
+"""
+
+from . import _C
+from ._C import (
+    KilnError,
+    Tensor,
+    arange,
+    bool,
+    bfloat16,
+    device,
+    double,
+    dtype,
+    empty,
+    empty_like,
+    float,
+    float16,
+    float32,
+    float64,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    half,
+    int,
+    int32,
+    int64,
+    is_grad_enabled,
+    long,
+    manual_seed,
+    ones,
+    ones_like,
+    ops,
+    rand,
+    rand_like,
+    randn,
+    randn_like,
+    set_logs,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._C import cuda  # noqa: F401  (kiln.cuda.is_available(), kiln.cuda.device_count())
+from . import _indexing, _tensor_str  # noqa: F401  (install Tensor.__getitem__, __repr__)
+from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+from ._compile import compile  # noqa: A001  (torch's name)
+
+# The public ops of the op table, by name: kiln.exp(x), kiln.sum(x, dim=1), kiln.cat([a, b]).
+for _name in _C._public_ops:
+    if _name not in globals():
+        globals()[_name] = getattr(ops, _name)
+del _name
+
+from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
+    chunk,
+    flatten,
+    matmul,
+    max,
+    min,
+    numel,
+    reshape,
+    split,
+    stack,
+)
+
+from . import autograd, nn, utils  # noqa: E402, F401  (kiln.nn.functional, as torch.nn)
+
+__version__ = "0.1.0"

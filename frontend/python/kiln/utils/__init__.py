@@ -1,0 +1,3 @@
+"""kiln.utils: checkpoint."""
+
+from . import checkpoint  # noqa: F401

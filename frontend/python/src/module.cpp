@@ -1,0 +1,25 @@
+// The extension module kiln._C: the C++ half of the Python package (the pure-Python half is
+// frontend/python/kiln/). Each bind_* function is in the file of its name.
+#include "python_common.h"
+
+NB_MODULE(_C, m) {
+  using namespace kiln::python;
+  m.doc() = "Kiln's C++ core: tensors, ops, autograd and compile";
+  // kiln::Error is kiln.KilnError, a RuntimeError, with the same message.
+  static nb::exception<kiln::Error> kiln_error(m, "KilnError", PyExc_RuntimeError);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (PyForeignError& e) {
+      e.error.restore();  // the user's own exception, raised again with its traceback
+    }
+  });
+  bind_types(m);
+  bind_tensor(m);
+  bind_tensor_data(m);
+  bind_autograd(m);
+  bind_function(m);
+  bind_compile(m);
+  bind_nn(m);
+  bind_ops(m);  // last: Tensor methods written above take precedence over generated ones
+}

@@ -1,0 +1,452 @@
+// Every op-table op as a Python function (kiln.ops.<name>), and the public ones as Tensor
+// methods and operators, bound from the op's schema: its tensor inputs and attribute fields
+// (runtime/op_def.h). A new op appears in Python with no code here.
+//
+// Note [Python op signatures]
+// A call binds positional arguments in the op's python_order (default: tensor inputs, then
+// attribute fields in declaration order) and keywords by name; torch's `input` names `self`,
+// and `dim` names `dims`. An op whose only attribute is a Shape takes it as trailing integers
+// too (x.view(2, 3), x.permute(1, 0)). A Python number where a tensor input goes calls the
+// op's `<name>_scalar` twin when there is one (add -> add_scalar, keeping torch's promotion of
+// Python scalars), and otherwise becomes a 0-dim tensor beside the tensor operands.
+#include <nanobind/stl/unique_ptr.h>
+
+#include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/op_table.h"
+#include "python_common.h"
+
+namespace kiln::python {
+namespace {
+
+struct Param {
+  std::string name;
+  bool is_tensor = false;
+  size_t index = 0;  // into input_names or into the attribute fields
+};
+
+struct OpBinding {
+  const OpDef* op = nullptr;
+  std::vector<Param> params;
+  std::vector<std::string> field_names;
+  std::vector<size_t> field_kinds;  // AttrFieldRef alternative of each field
+  const OpBinding* scalar_twin = nullptr;
+  bool shape_varargs = false;
+  std::shared_ptr<void> default_attrs;
+};
+
+using AttrsPtr = std::unique_ptr<void, void (*)(void*)>;
+
+[[noreturn]] void type_error(const OpBinding& b, const std::string& message) {
+  throw nb::type_error((b.op->name + "(): " + message).c_str());
+}
+
+std::string type_of(nb::handle h) {
+  return nb::type_name(h.type()).c_str();
+}
+
+int64_t to_int(const OpBinding& b, const std::string& name, nb::handle h) {
+  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
+  if (is_tensor(h) && !is_floating(unwrap_tensor(h).dtype()) && unwrap_tensor(h).numel() == 1) {
+    return to_scalar(h).to_int();
+  }
+  type_error(b, "argument '" + name + "' must be int, not " + type_of(h));
+}
+
+Shape to_shape(const OpBinding& b, const std::string& name, nb::handle h) {
+  if (h.is_none()) return {};
+  if (PyLong_Check(h.ptr())) return {nb::cast<int64_t>(h)};
+  if (PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) {
+    Shape s;
+    for (nb::handle item : h)
+      s.push_back(to_int(b, name, item));
+    return s;
+  }
+  type_error(b, "argument '" + name + "' must be tuple of ints, not " + type_of(h));
+}
+
+void set_field(const OpBinding& b, const AttrField& field, nb::handle h) {
+  std::string name = field.name;
+  std::visit(
+      [&](auto* ptr) {
+        using F = std::remove_pointer_t<decltype(ptr)>;
+        if constexpr (std::is_same_v<F, bool>) {
+          if (!PyBool_Check(h.ptr()))
+            type_error(b, "argument '" + name + "' must be bool, not " + type_of(h));
+          *ptr = h.ptr() == Py_True;
+        } else if constexpr (std::is_same_v<F, int64_t>) {
+          *ptr = to_int(b, name, h);
+        } else if constexpr (std::is_same_v<F, double>) {
+          if (!PyFloat_Check(h.ptr()) && !PyLong_Check(h.ptr())) {
+            type_error(b, "argument '" + name + "' must be float, not " + type_of(h));
+          }
+          *ptr = nb::cast<double>(h);
+        } else if constexpr (std::is_same_v<F, std::string>) {
+          if (!PyUnicode_Check(h.ptr()))
+            type_error(b, "argument '" + name + "' must be str, not " + type_of(h));
+          *ptr = nb::cast<std::string>(h);
+        } else if constexpr (std::is_same_v<F, Scalar>) {
+          if (!is_python_scalar(h))
+            type_error(b, "argument '" + name + "' must be Number, not " + type_of(h));
+          *ptr = to_scalar(h);
+        } else if constexpr (std::is_same_v<F, std::optional<Scalar>>) {
+          if (h.is_none()) {
+            *ptr = std::nullopt;
+          } else {
+            if (!is_python_scalar(h))
+              type_error(b, "argument '" + name + "' must be Number, not " + type_of(h));
+            *ptr = to_scalar(h);
+          }
+        } else if constexpr (std::is_same_v<F, std::optional<int64_t>>) {
+          if (h.is_none()) {
+            *ptr = std::nullopt;
+          } else {
+            *ptr = to_int(b, name, h);
+          }
+        } else if constexpr (std::is_same_v<F, Shape>) {
+          *ptr = to_shape(b, name, h);
+        } else if constexpr (std::is_same_v<F, DType>) {
+          if (!nb::isinstance<PyDType>(h))
+            type_error(b, "argument '" + name + "' must be kiln.dtype, not " + type_of(h));
+          *ptr = nb::cast<PyDType>(h).dtype;
+        } else if constexpr (std::is_same_v<F, Device>) {
+          nb::detail::make_caster<Device> c;
+          if (!c.from_python(h, 0, nullptr))
+            type_error(b, "argument '" + name + "' must be kiln.device, not " + type_of(h));
+          *ptr = c.value;
+        }
+      },
+      field.ref);
+}
+
+std::vector<OpBinding>& bindings() {
+  static auto* all = new std::vector<OpBinding>();
+  return *all;
+}
+
+// The `<name>_scalar` twin of an op: add -> add_scalar, add_ -> add_scalar_.
+std::string scalar_twin_name(const std::string& name) {
+  if (!name.empty() && name.back() == '_') return name.substr(0, name.size() - 1) + "_scalar_";
+  return name + "_scalar";
+}
+
+void build_bindings() {
+  auto& all = bindings();
+  const auto& ops = OpTable::instance().ops();
+  all.reserve(ops.size());
+  for (const OpDef* op : ops) {
+    OpBinding b;
+    b.op = op;
+    void* attrs = op->attrs->make_default();
+    b.default_attrs = std::shared_ptr<void>(attrs, op->attrs->destroy);
+    for (const AttrField& f : op->attrs->fields(attrs)) {
+      b.field_names.push_back(f.name);
+      b.field_kinds.push_back(f.ref.index());
+    }
+    auto param_of = [&](const std::string& name) {
+      for (size_t i = 0; i < op->input_names.size(); ++i)
+        if (op->input_names[i] == name) return Param{name, true, i};
+      for (size_t i = 0; i < b.field_names.size(); ++i)
+        if (b.field_names[i] == name) return Param{name, false, i};
+      KILN_ERROR("op {}: python_order names '{}', which is not an input or attribute", op->name,
+                 name);
+    };
+    if (!op->python_order.empty()) {
+      for (const std::string& n : op->python_order)
+        b.params.push_back(param_of(n));
+    } else {
+      for (const std::string& n : op->input_names)
+        b.params.push_back(param_of(n));
+      for (const std::string& n : b.field_names)
+        b.params.push_back(param_of(n));
+    }
+    constexpr size_t kShapeKind = 7;  // AttrFieldRef's Shape* alternative
+    static_assert(std::is_same_v<std::variant_alternative_t<kShapeKind, AttrFieldRef>, Shape*>);
+    b.shape_varargs = b.field_kinds.size() == 1 && b.field_kinds[0] == kShapeKind;
+    all.push_back(std::move(b));
+  }
+  for (OpBinding& b : all) {
+    std::string twin = scalar_twin_name(b.op->name);
+    for (const OpBinding& other : all)
+      if (other.op->name == twin && other.op->input_names.size() == 1) b.scalar_twin = &other;
+  }
+}
+
+// Keyword names torch uses for Kiln's field and input names.
+std::string canonical_name(const OpBinding& b, const std::string& name) {
+  for (const Param& p : b.params)
+    if (p.name == name) return name;
+  if (name == "input") return "self";
+  if (name == "dim") return "dims";
+  if (name == "dims") return "dim";
+  if (name == "exponent") return "other";
+  return name;
+}
+
+nb::object wrap_outputs(const OpDef& op, std::vector<Tensor>&& outs) {
+  if (outs.size() == 1) return nb::steal(wrap_tensor(outs[0]));
+  (void)op;
+  nb::list l;
+  for (const Tensor& t : outs)
+    l.append(nb::steal(wrap_tensor(t)));
+  return nb::tuple(l);
+}
+
+nb::object run(const OpDef& op, std::vector<Tensor>& inputs, const void* attrs) {
+  std::vector<Tensor> outs;
+  {
+    nb::gil_scoped_release release;
+    outs = call_op(op, inputs, attrs);
+  }
+  return wrap_outputs(op, std::move(outs));
+}
+
+// A Python number in a tensor slot: the op's scalar twin, or a wrapped 0-dim tensor.
+nb::object call_with_scalar(const OpBinding& b, std::vector<nb::handle>& slots, const void* attrs) {
+  const OpDef& op = *b.op;
+  if (b.scalar_twin != nullptr && slots.size() == 2 && is_tensor(slots[0]) &&
+      is_python_scalar(slots[1])) {
+    const OpBinding& twin = *b.scalar_twin;
+    AttrsPtr twin_attrs(twin.op->attrs->make_default(), twin.op->attrs->destroy);
+    auto twin_fields = twin.op->attrs->fields(twin_attrs.get());
+    auto fields = op.attrs->fields(const_cast<void*>(attrs));
+    bool placed = false;
+    for (AttrField& tf : twin_fields) {
+      bool copied = false;
+      for (AttrField& f : fields) {
+        if (std::string_view(f.name) == tf.name && f.ref.index() == tf.ref.index()) {
+          std::visit([&](auto* dst) { *dst = *std::get<decltype(dst)>(f.ref); }, tf.ref);
+          copied = true;
+        }
+      }
+      if (!copied && !placed) {
+        set_field(twin, tf, slots[1]);
+        placed = true;
+      }
+    }
+    std::vector<Tensor> inputs{unwrap_tensor(slots[0])};
+    return run(*twin.op, inputs, twin_attrs.get());
+  }
+  const Tensor* like = nullptr;
+  for (nb::handle h : slots)
+    if (is_tensor(h) && like == nullptr) like = &unwrap_tensor(h);
+  if (like == nullptr) type_error(b, "expected at least one Tensor argument");
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (is_tensor(slots[i])) {
+      inputs.push_back(unwrap_tensor(slots[i]));
+    } else if (is_python_scalar(slots[i])) {
+      inputs.push_back(scalar_to_tensor(slots[i], *like));
+    } else {
+      type_error(b, "argument '" + op.input_names.at(std::min(i, op.input_names.size() - 1)) +
+                        "' must be Tensor, not " + type_of(slots[i]));
+    }
+  }
+  return run(op, inputs, attrs);
+}
+
+nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::handle kwargs) {
+  const OpDef& op = *b.op;
+  size_t ninputs = op.input_names.size();
+  std::vector<nb::handle> slots(ninputs);
+  std::vector<bool> slot_set(ninputs, false);
+  AttrsPtr owned(nullptr, op.attrs->destroy);
+  const void* attrs = b.default_attrs.get();
+  std::vector<AttrField> fields;
+  auto mutable_fields = [&]() -> std::vector<AttrField>& {
+    if (!owned) {
+      owned.reset(op.attrs->clone(b.default_attrs.get()));
+      attrs = owned.get();
+      fields = op.attrs->fields(owned.get());
+    }
+    return fields;
+  };
+  std::vector<bool> field_set(b.field_names.size(), false);
+
+  size_t pos = 0;
+  std::vector<nb::handle> variadic;
+  bool variadic_list = false;
+  if (op.variadic && nargs > 0 && (PyList_Check(args[0]) || PyTuple_Check(args[0]))) {
+    for (nb::handle item : nb::handle(args[0]))
+      variadic.push_back(item);
+    variadic_list = true;
+    pos = 1;
+  }
+  size_t p = 0;
+  for (; pos < nargs; ++pos, ++p) {
+    while (variadic_list && p < b.params.size() && b.params[p].is_tensor)
+      ++p;
+    if (p >= b.params.size())
+      type_error(b, "takes " + std::to_string(b.params.size()) + " positional arguments but " +
+                        std::to_string(nargs) + " were given");
+    const Param& prm = b.params[p];
+    if (!prm.is_tensor && b.shape_varargs) {
+      Shape s;
+      if (nargs - pos == 1) {
+        s = to_shape(b, prm.name, args[pos]);
+      } else {
+        for (; pos < nargs; ++pos)
+          s.push_back(to_int(b, prm.name, args[pos]));
+      }
+      *std::get<Shape*>(mutable_fields()[prm.index].ref) = std::move(s);
+      field_set[prm.index] = true;
+      break;
+    }
+    if (prm.is_tensor) {
+      slots[prm.index] = args[pos];
+      slot_set[prm.index] = true;
+    } else {
+      set_field(b, mutable_fields()[prm.index], args[pos]);
+      field_set[prm.index] = true;
+    }
+  }
+  if (kwargs.is_valid()) {
+    for (auto [key, value] : nb::borrow<nb::dict>(kwargs)) {
+      std::string name = canonical_name(b, nb::cast<std::string>(key));
+      const Param* prm = nullptr;
+      for (const Param& q : b.params)
+        if (q.name == name) prm = &q;
+      if (prm == nullptr)
+        type_error(b, "got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'");
+      if (prm->is_tensor ? slot_set[prm->index] : field_set[prm->index]) {
+        type_error(b, "got multiple values for argument '" + prm->name + "'");
+      }
+      if (prm->is_tensor) {
+        slots[prm->index] = value;
+        slot_set[prm->index] = true;
+      } else {
+        set_field(b, mutable_fields()[prm->index], value);
+        field_set[prm->index] = true;
+      }
+    }
+  }
+
+  std::vector<nb::handle> used;
+  if (variadic_list) {
+    used = variadic;
+  } else {
+    for (size_t i = 0; i < ninputs; ++i) {
+      if (!slot_set[i] || slots[i].is_none()) {
+        if (op.variadic) break;  // trailing optional inputs (layer_norm's weight and bias)
+        type_error(b, "missing required argument '" + op.input_names[i] + "' (pos " +
+                          std::to_string(i + 1) + ")");
+      }
+      used.push_back(slots[i]);
+    }
+  }
+  bool all_tensors = true;
+  for (nb::handle h : used)
+    all_tensors = all_tensors && is_tensor(h);
+  if (!all_tensors) return call_with_scalar(b, used, attrs);
+  std::vector<Tensor> inputs;
+  inputs.reserve(used.size());
+  for (nb::handle h : used)
+    inputs.push_back(unwrap_tensor(h));
+  return run(op, inputs, attrs);
+}
+
+const OpBinding& binding(std::string_view name) {
+  for (const OpBinding& b : bindings())
+    if (b.op->name == name) return b;
+  KILN_ERROR("no op named '{}'", name);
+}
+
+bool is_public(const OpDef& op) {
+  if (op.has(kInternal)) return false;
+  std::string_view n = op.name;
+  return !(n.ends_with("_scalar") || n.ends_with("_scalar_"));
+}
+
+// A binary operator method: self op other, or other op self when `reflected`.
+template <bool Reflected>
+nb::object binary(const OpBinding& b, nb::handle self, nb::handle other) {
+  if (!is_tensor(other) && !is_python_scalar(other)) return nb::borrow(Py_NotImplemented);
+  PyObject* args[2] = {Reflected ? other.ptr() : self.ptr(), Reflected ? self.ptr() : other.ptr()};
+  return call(b, args, 2, nb::handle());
+}
+
+}  // namespace
+
+void bind_ops(nb::module_& m) {
+  build_bindings();
+  nb::module_ ops = m.def_submodule("ops", "Every op of the op table, by its table name");
+  nb::handle tensor_cls = tensor_type();
+  nb::list public_names, all_names;
+  for (const OpBinding& b : bindings()) {
+    const OpBinding* bp = &b;
+    ops.attr(b.op->name.c_str()) = nb::cpp_function(
+        [bp](nb::args args, nb::kwargs kwargs) {
+          std::vector<PyObject*> a(args.size());
+          for (size_t i = 0; i < args.size(); ++i)
+            a[i] = args[i].ptr();
+          return call(*bp, a.data(), a.size(), kwargs);
+        },
+        nb::name(b.op->name.c_str()));
+    all_names.append(b.op->name);
+    if (!is_public(*b.op)) continue;
+    public_names.append(b.op->name);
+    bool method = !b.op->input_names.empty() && b.op->input_names[0] == "self";
+    if (method && !nb::hasattr(tensor_cls, b.op->name.c_str())) {
+      nb::setattr(tensor_cls, b.op->name.c_str(),
+                  nb::cpp_function(
+                      [bp](nb::handle self, nb::args args, nb::kwargs kwargs) {
+                        std::vector<PyObject*> a(args.size() + 1);
+                        a[0] = self.ptr();
+                        for (size_t i = 0; i < args.size(); ++i)
+                          a[i + 1] = args[i].ptr();
+                        return call(*bp, a.data(), a.size(), kwargs);
+                      },
+                      nb::is_method(), nb::name(b.op->name.c_str())));
+    }
+  }
+  m.attr("_public_ops") = nb::tuple(public_names);
+  m.attr("_all_ops") = nb::tuple(all_names);
+  m.def("_op_schema", [](const std::string& name) {
+    const OpBinding& b = binding(name);
+    nb::list params;
+    for (const Param& p : b.params)
+      params.append(nb::make_tuple(p.name, p.is_tensor));
+    return nb::make_tuple(params, b.op->variadic, b.op->has(kInternal), b.op->has(kRandom));
+  });
+
+  auto def_binary = [&](const char* py, const char* op_name, bool reflected) {
+    const OpBinding* bp = &binding(op_name);
+    nb::setattr(
+        tensor_cls, py,
+        reflected
+            ? nb::cpp_function([bp](nb::handle s, nb::handle o) { return binary<true>(*bp, s, o); },
+                               nb::is_method(), nb::name(py), nb::arg("other").none())
+            : nb::cpp_function(
+                  [bp](nb::handle s, nb::handle o) { return binary<false>(*bp, s, o); },
+                  nb::is_method(), nb::name(py), nb::arg("other").none()));
+  };
+  for (auto [py, op, refl] : std::initializer_list<std::tuple<const char*, const char*, bool>>{
+           {"__add__", "add", false},         {"__radd__", "add", true},
+           {"__sub__", "sub", false},         {"__rsub__", "sub", true},
+           {"__mul__", "mul", false},         {"__rmul__", "mul", true},
+           {"__truediv__", "div", false},     {"__rtruediv__", "div", true},
+           {"__pow__", "pow", false},         {"__rpow__", "pow", true},
+           {"__iadd__", "add_", false},       {"__isub__", "sub_", false},
+           {"__imul__", "mul_", false},       {"__itruediv__", "div_", false},
+           {"__eq__", "eq", false},           {"__ne__", "ne", false},
+           {"__lt__", "lt", false},           {"__le__", "le", false},
+           {"__gt__", "gt", false},           {"__ge__", "ge", false},
+           {"__and__", "logical_and", false}, {"__or__", "logical_or", false},
+           {"__rand__", "logical_and", true}, {"__ror__", "logical_or", true}}) {
+    def_binary(py, op, refl);
+  }
+  auto def_unary = [&](const char* py, const char* op_name) {
+    const OpBinding* bp = &binding(op_name);
+    nb::setattr(tensor_cls, py,
+                nb::cpp_function(
+                    [bp](nb::handle s) {
+                      PyObject* a[1] = {s.ptr()};
+                      return call(*bp, a, 1, nb::handle());
+                    },
+                    nb::is_method(), nb::name(py)));
+  };
+  def_unary("__neg__", "neg");
+  def_unary("__abs__", "abs");
+  def_unary("__invert__", "logical_not");
+}
+
+}  // namespace kiln::python

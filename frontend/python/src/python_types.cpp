@@ -1,0 +1,200 @@
+// kiln.dtype and kiln.device, Python scalars, and the GIL-safe reference holder.
+#include <array>
+#include <charconv>
+
+#include "kiln/runtime/api/factories.h"
+#include "python_common.h"
+
+namespace kiln::python {
+
+PyRef::PyRef(const PyRef& other) : obj_(other.obj_) {
+  if (obj_ != nullptr) {
+    nb::gil_scoped_acquire gil;
+    Py_INCREF(obj_);
+  }
+}
+
+PyRef& PyRef::operator=(const PyRef& other) {
+  if (this != &other) {
+    PyRef copy(other);
+    std::swap(obj_, copy.obj_);
+  }
+  return *this;
+}
+
+PyRef::~PyRef() {
+  reset();
+}
+
+void PyRef::reset() {
+  if (obj_ == nullptr) return;
+  // At interpreter exit, C++ statics may outlive Python: leak rather than touch a dead runtime.
+  if (Py_IsInitialized() != 0) {
+    nb::gil_scoped_acquire gil;
+    Py_DECREF(obj_);
+  }
+  obj_ = nullptr;
+}
+
+namespace {
+
+// Borrowed: the module's attributes (kiln._C.float32, ...) own the singletons.
+std::array<nb::handle, kNumDTypes>& dtype_objects() {
+  static std::array<nb::handle, kNumDTypes> objects;
+  return objects;
+}
+
+}  // namespace
+
+nb::handle dtype_object(DType t) {
+  return dtype_objects()[static_cast<size_t>(t)];
+}
+
+Device parse_device(const std::string& text) {
+  std::string type = text;
+  int index = 0;
+  if (size_t colon = text.find(':'); colon != std::string::npos) {
+    type = text.substr(0, colon);
+    std::string_view digits = std::string_view(text).substr(colon + 1);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (ec != std::errc() || end != digits.data() + digits.size() || index < 0) {
+      throw nb::value_error(("Invalid device string: '" + text + "'").c_str());
+    }
+  }
+  if (type == "cpu") return kCPU;
+  if (type == "cuda") return Device::cuda(index);
+  if (type == "meta") return kMeta;
+  throw nb::value_error(
+      ("Expected one of cpu, cuda, meta device type at start of device string: " + text).c_str());
+}
+
+bool is_python_scalar(nb::handle h) {
+  return PyBool_Check(h.ptr()) || PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr());
+}
+
+Scalar to_scalar(nb::handle h) {
+  if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow != 0)
+      throw nb::value_error("value cannot be converted to type int64 without overflow");
+    return Scalar(static_cast<int64_t>(v));
+  }
+  if (PyFloat_Check(h.ptr())) return Scalar(PyFloat_AS_DOUBLE(h.ptr()));
+  if (is_tensor(h)) {
+    const Tensor& t = unwrap_tensor(h);
+    if (t.numel() == 1) {
+      if (is_floating(t.dtype())) return Scalar(t.to(kFloat64).item<double>());
+      if (t.dtype() == kBool) return Scalar(t.item<bool>());
+      return Scalar(t.to(kInt64).item<int64_t>());
+    }
+  }
+  throw nb::type_error(
+      ("expected a number, but got " + std::string(nb::type_name(h.type()).c_str())).c_str());
+}
+
+Tensor scalar_to_tensor(nb::handle value, const Tensor& like) {
+  Scalar s = to_scalar(value);
+  DType dtype = like.dtype();
+  if (s.is_floating() && !is_floating(dtype)) dtype = kDefaultFloat;
+  if (s.is_integral() && dtype == kBool) dtype = kInt64;
+  return full({}, s, TensorOptions().dtype(dtype).device(like.device()));
+}
+
+void bind_types(nb::module_& m) {
+  nb::class_<PyDType>(m, "dtype")
+      .def("__repr__", [](const PyDType& d) { return "kiln." + std::string(dtype_name(d.dtype)); })
+      .def_prop_ro("is_floating_point", [](const PyDType& d) { return is_floating(d.dtype); })
+      .def_prop_ro("itemsize", [](const PyDType& d) { return element_size(d.dtype); })
+      .def("__reduce__", [](const PyDType& d) { return std::string(dtype_name(d.dtype)); });
+  for (int i = 0; i < kNumDTypes; ++i) {
+    auto t = static_cast<DType>(i);
+    nb::object obj = nb::cast(PyDType{t});
+    dtype_objects()[i] = obj;
+    m.attr(std::string(dtype_name(t)).c_str()) = obj;
+  }
+  // torch's other names for the same objects
+  m.attr("float") = dtype_object(kFloat32);
+  m.attr("double") = dtype_object(kFloat64);
+  m.attr("half") = dtype_object(kFloat16);
+  m.attr("int") = dtype_object(kInt32);
+  m.attr("long") = dtype_object(kInt64);
+
+  nb::class_<PyDevice>(m, "device")
+      .def(
+          "__init__",
+          [](PyDevice* self, nb::handle spec, std::optional<int> index) {
+            Device d;
+            if (nb::isinstance<PyDevice>(spec)) {
+              d = nb::cast<PyDevice>(spec).device;
+            } else if (nb::isinstance<nb::str>(spec)) {
+              d = parse_device(nb::cast<std::string>(spec));
+            } else {
+              throw nb::type_error("device(): argument must be a str or a kiln.device");
+            }
+            if (index) d.index = static_cast<int16_t>(*index);
+            new (self) PyDevice{d};
+          },
+          nb::arg("type"), nb::arg("index") = nb::none())
+      .def_prop_ro("type",
+                   [](const PyDevice& d) {
+                     return d.device.is_cpu() ? "cpu" : d.device.is_cuda() ? "cuda" : "meta";
+                   })
+      .def_prop_ro("index",
+                   [](const PyDevice& d) -> std::optional<int> {
+                     if (d.device.is_cuda()) return d.device.index;
+                     return std::nullopt;
+                   })
+      .def("__str__", [](const PyDevice& d) { return d.device.str(); })
+      .def("__repr__",
+           [](const PyDevice& d) {
+             if (d.device.is_cuda()) {
+               return "device(type='cuda', index=" + std::to_string(d.device.index) + ")";
+             }
+             return "device(type='" + d.device.str() + "')";
+           })
+      .def("__eq__",
+           [](const PyDevice& a, nb::handle b) {
+             if (nb::isinstance<PyDevice>(b)) return a.device == nb::cast<PyDevice>(b).device;
+             if (nb::isinstance<nb::str>(b)) {
+               return a.device.str() == nb::cast<std::string>(b) ||
+                      (a.device.is_cuda() && nb::cast<std::string>(b) == "cuda" &&
+                       a.device.index == 0);
+             }
+             return false;
+           })
+      .def("__hash__", [](const PyDevice& d) {
+        return static_cast<int64_t>(d.device.type) * 1024 + d.device.index;
+      });
+}
+
+}  // namespace kiln::python
+
+namespace nanobind::detail {
+
+bool type_caster<kiln::Device>::from_python(handle src, uint8_t, cleanup_list*) noexcept {
+  if (isinstance<kiln::python::PyDevice>(src)) {
+    value = cast<kiln::python::PyDevice>(src).device;
+    return true;
+  }
+  if (PyUnicode_Check(src.ptr())) {
+    try {
+      value = kiln::python::parse_device(cast<std::string>(src));
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  return false;
+}
+
+handle type_caster<kiln::Device>::from_cpp(kiln::Device d, rv_policy, cleanup_list*) noexcept {
+  try {
+    return cast(kiln::python::PyDevice{d}).release();
+  } catch (...) {
+    return handle();
+  }
+}
+
+}  // namespace nanobind::detail

@@ -1,0 +1,82 @@
+"""Kiln beside PyTorch on the same Python code, where `import torch` works (skipped, with the
+reason, where it does not; CI does not need torch)."""
+
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+import kiln
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed in this environment")
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "train_mlp.py"
+
+
+def _load_example():
+    spec = importlib.util.spec_from_file_location("train_mlp", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_mlp"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_training_script_losses_equal_torch_step_by_step():
+    ex = _load_example()
+    torch.set_num_threads(1)
+    ours, _ = ex.train(kiln)
+    theirs, _ = ex.train(torch)
+    assert len(ours) == len(theirs)
+    for step, (a, b) in enumerate(zip(ours, theirs)):
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-6), f"step {step}: kiln {a}, torch {b}"
+
+
+def _both(fn):
+    return fn(kiln), fn(torch)
+
+
+@pytest.mark.parametrize("expr", [
+    lambda m: m.tensor([[1.0, -2.0], [3.0, 0.5]]).exp().sum(1),
+    lambda m: (m.arange(6).view(2, 3) * 2.5),
+    lambda m: m.tensor([1, 2, 3]) * 2,
+    lambda m: m.tensor([[0.1, 0.9], [0.3, 0.2]]).softmax(-1),
+    lambda m: m.tensor([[0.1, 0.9], [0.3, 0.2]]).max(1)[1],
+    lambda m: m.arange(24).view(2, 3, 4)[1, ..., ::2],
+    lambda m: m.arange(12).view(3, 4)[m.tensor([2, 0])],
+    lambda m: m.tensor([1.0, 2.0]) == 2,
+    lambda m: m.nn.functional.gelu(m.tensor([-1.0, 0.5]), approximate="tanh"),
+    lambda m: m.cat([m.ones(2), m.zeros(1)]),
+    lambda m: m.tensor([[1.0, 2.0], [3.0, 4.0]]).var(0),
+    lambda m: m.full((2,), 3).dtype == m.int64,
+])
+def test_same_results_as_torch(expr):
+    ours, theirs = _both(expr)
+    if isinstance(ours, bool):
+        assert ours == theirs
+        return
+    assert ours.reshape(-1).tolist() == pytest.approx(theirs.reshape(-1).tolist(), rel=1e-6)
+    assert ours.shape == tuple(theirs.shape)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+
+
+def test_repr_matches_torch():
+    for make in (lambda m: m.tensor([1.0, 2.5]), lambda m: m.tensor([[1, 2], [3, 4]]),
+                 lambda m: m.tensor(3.25), lambda m: m.tensor([1e-6, 1.0]),
+                 lambda m: m.tensor([True, False])):
+        ours, theirs = _both(make)
+        assert repr(ours) == repr(theirs)
+
+
+def test_gradients_match_torch():
+    def run(m):
+        x = m.tensor([[0.5, -1.0, 2.0], [0.1, 0.2, 0.3]], requires_grad=True)
+        w = m.tensor([[1.0, 0.5], [-0.5, 0.25], [0.3, 0.7]], requires_grad=True)
+        y = m.nn.functional.log_softmax(m.tanh(x @ w), dim=1)
+        loss = m.nn.functional.nll_loss(y, m.tensor([1, 0]))
+        loss.backward()
+        return x.grad.tolist(), w.grad.tolist()
+
+    (gx, gw), (tx, tw) = _both(run)
+    for a, b in zip(gx + gw, tx + tw):
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-7)

@@ -1,0 +1,124 @@
+"""kiln.compile on Python functions: equal to eager, graph breaks at Python Functions,
+guards on Python scalars, recompile log lines, stats and dumps."""
+
+import pytest
+
+import kiln
+import kiln.nn.functional as F
+from kiln.autograd import Function
+
+
+def _params():
+    kiln.manual_seed(0)
+    w = kiln.randn(8, 4, requires_grad=True)
+    b = kiln.zeros(4, requires_grad=True)
+    return w, b
+
+
+def test_compiled_equals_eager_forward_and_backward():
+    w, b = _params()
+    x = kiln.randn(16, 8)
+    y = kiln.tensor([i % 4 for i in range(16)])
+
+    def loss_fn(x, y):
+        return F.cross_entropy(F.gelu(x @ w + b), y)
+
+    eager = loss_fn(x, y)
+    eager.backward()
+    gw, gb = w.grad.reshape(-1).tolist(), b.grad.tolist()
+    w.grad, b.grad = None, None
+    compiled = kiln.compile(loss_fn)
+    got = compiled(x, y)
+    got.backward()
+    assert got.item() == pytest.approx(eager.item(), rel=1e-6)
+    assert w.grad.reshape(-1).tolist() == pytest.approx(gw, rel=1e-5, abs=1e-7)
+    assert b.grad.tolist() == pytest.approx(gb, rel=1e-5, abs=1e-7)
+    stats = compiled.stats()
+    assert stats["compiles"] == 1 and stats["forward_kernels"] >= 1
+    compiled(x, y)
+    assert compiled.stats()["cache_hits"] >= 1 and compiled.stats()["compiles"] == 1
+    assert "graph" in compiled.dump("forward")
+
+
+def test_decorator_forms_and_structured_results():
+    @kiln.compile
+    def f(a, pair, opts):
+        s, t = pair
+        return {"sum": a + s * t, "scale": opts["scale"], "list": [a * opts["scale"]]}
+
+    a = kiln.ones(3)
+    out = f(a, (kiln.ones(3), kiln.full((3,), 2.0)), {"scale": 4})
+    assert out["sum"].tolist() == [3.0] * 3 and out["scale"] == 4
+    assert out["list"][0].tolist() == [4.0] * 3
+
+    @kiln.compile(backend="interpreter")
+    def g(x):
+        return x.exp()
+
+    assert g(kiln.zeros(2)).tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="unknown backend"):
+        kiln.compile(lambda x: x, backend="tpu")(kiln.ones(1))
+
+
+def test_python_scalars_are_guards(capfd):
+    calls = []
+
+    @kiln.compile(name="scaled")
+    def scaled(x, k):
+        calls.append(k)
+        if k > 2:  # Python control flow on a scalar, specialized at trace time
+            return x * k
+        return x - k
+
+    x = kiln.ones(2)
+    old = kiln.set_logs(["recompiles"])
+    try:
+        assert scaled(x, 3).tolist() == [3.0, 3.0]
+        assert scaled(x, 3).tolist() == [3.0, 3.0]
+        assert scaled(x, 1).tolist() == [0.0, 0.0]
+        assert scaled(x, 1.0).tolist() == [0.0, 0.0]  # a float is another guard than an int
+    finally:
+        kiln.set_logs(old)
+    assert scaled.stats()["compiles"] == 3
+    err = capfd.readouterr().err
+    assert "[kiln:recompiles] scaled: recompiling because arguments" in err
+    assert "changed from 3 to 1" in err
+
+
+def test_python_function_is_a_graph_break():
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    def f(x):
+        return Square.apply(x.exp()).sum()
+
+    x = kiln.tensor([0.5, 1.0], requires_grad=True)
+    eager = f(x)
+    eager.backward()
+    ref = x.grad.tolist()
+    x.grad = None
+    cf = kiln.compile(f)
+    for _ in range(2):
+        out = cf(x)
+        out.backward()
+        assert out.item() == pytest.approx(eager.item(), rel=1e-6)
+        assert x.grad.tolist() == pytest.approx(ref, rel=1e-6)
+        x.grad = None
+    assert cf.stats()["fallback_ops"] >= 1
+
+
+def test_exception_in_compiled_function_propagates():
+    @kiln.compile
+    def bad(x):
+        raise ValueError("inside the traced function")
+
+    with pytest.raises(ValueError, match="inside the traced function"):
+        bad(kiln.ones(1))
