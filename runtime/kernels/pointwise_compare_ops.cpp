@@ -13,7 +13,7 @@ template <class Math>
 void binary_nocoef_kernel(const OpDef& op, std::span<const Tensor> outputs,
                           std::span<const Tensor> inputs, const void*) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
     binary_loop<T, T>(it, [](compute_t<T> a, compute_t<T> b) { return Math()(a, b); });
@@ -64,7 +64,7 @@ template <class Math>
 void compare_kernel(const OpDef& op, std::span<const Tensor> outputs,
                     std::span<const Tensor> inputs, const void*) {
   DType compute = result_type(metas_of(inputs));
-  std::vector<Tensor> cast = cast_inputs(inputs, compute);
+  CastInputs cast = cast_inputs(inputs, compute);
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_ALL(compute, op.name, [&]<class T>() {
     binary_loop<bool, T>(it, [](compute_t<T> a, compute_t<T> b) { return Math()(a, b); });
@@ -76,7 +76,7 @@ void compare_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
                            std::span<const Tensor> inputs, const void* attrs) {
   const Scalar& other = attrs_as<ScalarOtherAttrs>(attrs).other;
   DType compute = result_type(metas_of(inputs), &other);
-  std::vector<Tensor> cast = cast_inputs(inputs, compute);
+  CastInputs cast = cast_inputs(inputs, compute);
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_ALL(compute, op.name, [&]<class T>() {
     using C = compute_t<T>;
@@ -131,19 +131,19 @@ void def_compare(OpTable& table, const std::string& name) {
 
 void logical_and_kernel(const OpDef&, std::span<const Tensor> outputs,
                         std::span<const Tensor> inputs, const void*) {
-  std::vector<Tensor> cast = cast_inputs(inputs, kBool);
+  CastInputs cast = cast_inputs(inputs, kBool);
   TensorIterator it(outputs, cast);
   binary_loop<bool, bool>(it, [](bool a, bool b) { return math::logical_and(a, b); });
 }
 void logical_or_kernel(const OpDef&, std::span<const Tensor> outputs,
                        std::span<const Tensor> inputs, const void*) {
-  std::vector<Tensor> cast = cast_inputs(inputs, kBool);
+  CastInputs cast = cast_inputs(inputs, kBool);
   TensorIterator it(outputs, cast);
   binary_loop<bool, bool>(it, [](bool a, bool b) { return math::logical_or(a, b); });
 }
 void logical_not_kernel(const OpDef&, std::span<const Tensor> outputs,
                         std::span<const Tensor> inputs, const void*) {
-  std::vector<Tensor> cast = cast_inputs(inputs, kBool);
+  CastInputs cast = cast_inputs(inputs, kBool);
   TensorIterator it(outputs, cast);
   unary_loop<bool, bool>(it, [](bool a) { return math::logical_not(a); });
 }
@@ -172,7 +172,7 @@ DType where_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*,
 void where_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                   const void*) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs.subspan(1), dtype);
+  CastInputs cast = cast_inputs(inputs.subspan(1), dtype);
   std::array<Tensor, 3> ops{inputs[0], cast[0], cast[1]};
   TensorIterator it(outputs, ops);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {

@@ -141,7 +141,7 @@ template <class Math, class A = NoAttrs>
 void unary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                   const void* attrs) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   const Math m = [&] {
     if constexpr (std::is_same_v<A, NoAttrs>) {
@@ -170,7 +170,7 @@ template <class Math>
 void binary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                    const void* attrs) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   const auto& a = attrs_as<AlphaAttrs>(attrs);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
@@ -185,7 +185,7 @@ template <class Math>
 void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                    const void* attrs) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
@@ -293,7 +293,7 @@ void inplace_kernel(const OpDef& op, std::span<const Tensor> outputs,
   }
   std::array<Tensor, 1> tmp{empty_tensor(self.sizes(), result, self.device())};
   Kernel(op, tmp, inputs, attrs);
-  std::vector<Tensor> back = cast_inputs(tmp, self.dtype());
+  CastInputs back = cast_inputs(tmp, self.dtype());
   TensorIterator it(outputs, back);
   KILN_DISPATCH_ALL(self.dtype(), op.name,
                     [&]<class T>() { unary_loop<T, T>(it, [](compute_t<T> x) { return x; }); });

@@ -56,7 +56,7 @@ DType pow_scalar_dtype(const OpDef& op, std::span<const MetaRef> inputs, const v
 void pow_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                 const void*) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
     // Forced inline: float pow's template is too large for GCC to inline the lambda into the
@@ -71,7 +71,7 @@ void pow_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<cons
 void pow_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
                        std::span<const Tensor> inputs, const void* attrs) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   const Scalar& e = attrs_as<ScalarOtherAttrs>(attrs).other;
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
@@ -142,7 +142,7 @@ template <class Math>
 void gelu_backward_loop(std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                         const OpDef& op) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
     // Forced inline and the AVX-512 clone, as pow: erf and exp (or tanh) make it compute bound.
@@ -198,7 +198,7 @@ DType clamp_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* 
 void clamp_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                   const void* attrs) {
   DType dtype = outputs[0].dtype();
-  std::vector<Tensor> cast = cast_inputs(inputs, dtype);
+  CastInputs cast = cast_inputs(inputs, dtype);
   TensorIterator it(outputs, cast);
   const auto& a = attrs_as<ClampAttrs>(attrs);
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {

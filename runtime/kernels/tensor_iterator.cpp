@@ -45,8 +45,15 @@ TensorIterator::TensorIterator(std::span<const Tensor> outputs, std::span<const 
   }
   // Walk the output in memory order: sort dims by the output's stride (stable, so ties keep
   // the logical order). This matters for in-place ops on transposed outputs.
-  std::stable_sort(dims.begin(), dims.begin() + nd,
-                   [&](int a, int b) { return std::abs(strides[0][a]) < std::abs(strides[0][b]); });
+  // Insertion sort: stable like std::stable_sort, which allocates a buffer on every call, and
+  // there are kMaxDims dims at most.
+  for (int i = 1; i < nd; ++i) {
+    int d = dims[i];
+    int j = i;
+    for (; j > 0 && std::abs(strides[0][dims[j - 1]]) > std::abs(strides[0][d]); --j)
+      dims[j] = dims[j - 1];
+    dims[j] = d;
+  }
 
   // Merge neighbours that are contiguous for every operand.
   ndim_ = 0;
@@ -76,12 +83,15 @@ TensorIterator::TensorIterator(std::span<const Tensor> outputs, std::span<const 
   }
 }
 
-std::vector<Tensor> cast_inputs(std::span<const Tensor> inputs, DType dtype) {
-  std::vector<Tensor> out;
-  out.reserve(inputs.size());
+CastInputs::CastInputs(std::span<const Tensor> inputs, DType dtype) : view_(inputs) {
+  bool same = true;
   for (const Tensor& t : inputs)
-    out.push_back(t.dtype() == dtype ? t : t.to(dtype));
-  return out;
+    same = same && t.dtype() == dtype;
+  if (same) return;
+  converted_.reserve(inputs.size());
+  for (const Tensor& t : inputs)
+    converted_.push_back(t.dtype() == dtype ? t : t.to(dtype));
+  view_ = converted_;
 }
 
 }  // namespace kiln

@@ -98,7 +98,27 @@ class TensorIterator {
   std::array<char*, kMaxOperands> data_{};
 };
 
-// Returns the inputs converted to `dtype` (no copy for those that already have it).
-std::vector<Tensor> cast_inputs(std::span<const Tensor> inputs, DType dtype);
+// The inputs converted to `dtype` (Tensor::to for those that differ), seen as a span. When all
+// of them already have it, nothing is copied, not even the handles: an atomic reference count
+// per operand is a measurable part of a small op.
+class CastInputs {
+ public:
+  CastInputs(std::span<const Tensor> inputs, DType dtype);
+  // The span may point into this object: never copied or moved (returned by guaranteed elision).
+  CastInputs(const CastInputs&) = delete;
+  CastInputs& operator=(const CastInputs&) = delete;
+  operator std::span<const Tensor>() const { return view_; }  // NOLINT: implicit, as a span
+  const Tensor& operator[](size_t i) const { return view_[i]; }
+  size_t size() const { return view_.size(); }
+  auto begin() const { return view_.begin(); }
+  auto end() const { return view_.end(); }
+
+ private:
+  std::vector<Tensor> converted_;  // only when some input needed a cast
+  std::span<const Tensor> view_;
+};
+inline CastInputs cast_inputs(std::span<const Tensor> inputs, DType dtype) {
+  return CastInputs(inputs, dtype);
+}
 
 }  // namespace kiln
