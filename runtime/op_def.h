@@ -92,6 +92,9 @@ struct OpDef {
   // inputs and attribute fields. Empty: the tensor inputs, then the attribute fields in their
   // declaration order. Set where torch orders them otherwise (index_select(self, dim, index)).
   std::vector<std::string> python_order;
+  // The most outputs one call returns (max and min over a dim: values and indices). Read by the
+  // Python binding for its type stubs.
+  uint32_t max_outputs = 1;
   uint32_t flags = 0;
   const AttrVTable* attrs = nullptr;
   std::string attrs_type;  // the attribute struct's name, for messages and the IR

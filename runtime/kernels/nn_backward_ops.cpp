@@ -211,6 +211,7 @@ void register_nn_backward_ops(OpTable& table) {
   OpDef& ln = table.add<LayerNormAttrs>("layer_norm_backward", {"grad_output", "input", "weight"},
                                         kNonDifferentiable | kInternal, "LayerNormAttrs");
   ln.variadic = true;  // (grad_output, input, [weight]): see LayerNormAttrs
+  ln.max_outputs = 2;  // dx and, with a weight, g * xhat
   ln.shape = layer_norm_backward_shape;
   ln.dtype = same_floating_dtype;
   ln.compute[kCpu] = layer_norm_backward_kernel;

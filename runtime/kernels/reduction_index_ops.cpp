@@ -190,6 +190,8 @@ void register_index_reduction_ops(OpTable& table) {
   };
   add("max", max_dim_shape, values_then_indices, max_dim_kernel<true>);
   add("min", max_dim_shape, values_then_indices, max_dim_kernel<false>);
+  table.mutable_op("max").max_outputs = 2;  // values and indices
+  table.mutable_op("min").max_outputs = 2;
   add("argmax", argmax_shape, argmax_dtype, argmax_kernel<true>);
   add("argmin", argmax_shape, argmax_dtype, argmax_kernel<false>);
 }
