@@ -80,3 +80,14 @@ def test_gradients_match_torch():
     (gx, gw), (tx, tw) = _both(run)
     for a, b in zip(gx + gw, tx + tw):
         assert a == pytest.approx(b, rel=1e-5, abs=1e-7)
+
+
+def test_dlpack_with_torch_shares_memory_both_ways():
+    k = kiln.arange(6, dtype=kiln.float32)
+    t = torch.from_dlpack(k)
+    t[0] = 42.0
+    assert k[0].item() == 42.0 and t.data_ptr() == k.data_ptr()
+    src = torch.arange(4, dtype=torch.float64)
+    back = kiln.from_dlpack(src)
+    src[3] = -1.0
+    assert back.tolist() == [0.0, 1.0, 2.0, -1.0] and back.data_ptr() == src.data_ptr()

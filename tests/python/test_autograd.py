@@ -172,3 +172,13 @@ def test_backward_twice_without_retain_graph_fails_cleanly():
         y.backward()
     (x * 3).sum().backward()  # the engine is still usable
     assert x.grad.tolist() == [5.0, 5.0]
+
+
+def test_anomaly_mode_names_the_python_line():
+    import inspect
+    x = kiln.tensor([0.0], requires_grad=True)
+    with pytest.warns(UserWarning), kiln.autograd.detect_anomaly():
+        line = inspect.currentframe().f_lineno + 1
+        y = x.sqrt() * 0  # the gradient of sqrt at 0 times 0 is nan: this line is named
+        with pytest.raises(kiln.KilnError, match=f"test_autograd.py:{line}"):
+            y.sum().backward()

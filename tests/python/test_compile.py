@@ -122,3 +122,18 @@ def test_exception_in_compiled_function_propagates():
 
     with pytest.raises(ValueError, match="inside the traced function"):
         bad(kiln.ones(1))
+
+
+def test_dumps_name_the_python_line_of_each_op():
+    w = kiln.ones(3, 2, requires_grad=True)
+
+    @kiln.compile
+    def f(x):
+        h = x @ w  # the line the dump must name
+        return h.relu().sum()
+
+    f(kiln.ones(4, 3)).backward()
+    import inspect
+    line = inspect.getsourcelines(f.__wrapped__)[1] + 2  # the decorator, def, then this line
+    dump = f.dump("traced")
+    assert f"test_compile.py:{line} in f" in dump, dump

@@ -159,3 +159,28 @@ def test_unary_ops_match_math_in_float64(name):
     got = getattr(kiln, name)(x).tolist()
     ref = [_unary_refs()[name](v) for v in x.tolist()]
     assert got == pytest.approx(ref, rel=1e-12, abs=1e-14)
+
+
+GARBAGE = [None, "text", [1, "a"], object(), 1.5, -1, (), {"k": 1}]
+
+
+def _bad_tensors():
+    return [kiln.ones(2, 3, dtype=kiln.int64), kiln.tensor(True), kiln.zeros(0),
+            kiln.ones(7, 1, 2), kiln.ones(2, 3, dtype=kiln.float16)]
+
+
+@pytest.mark.parametrize("name", kiln._C._all_ops)
+def test_bad_arguments_raise_and_never_crash(name):
+    """Every argument of every op replaced by garbage or by a tensor of another shape or dtype:
+    each call returns or raises a Python exception (a crash would take pytest down)."""
+    fn = getattr(ops, name)
+    base = SAMPLES[name]()
+    expected = (TypeError, ValueError, IndexError, kiln.KilnError)
+    for key in base:
+        for bad in GARBAGE + _bad_tensors():
+            kwargs = dict(base)
+            kwargs[key] = bad
+            try:
+                _call(fn, kwargs)
+            except expected as e:
+                assert str(e), f"{name}({key}={bad!r}) raised {type(e).__name__} with no message"

@@ -7,6 +7,7 @@ ones included, by its table name.
 """
 
 from . import _C
+from ._C.ops import *  # noqa: F403  (the public ops; the imports below override a few)
 from ._C import (
     KilnError,
     Tensor,
@@ -50,12 +51,6 @@ from . import _indexing, _tensor_str  # noqa: F401  (install Tensor.__getitem__,
 from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
 from ._compile import compile  # noqa: A001  (torch's name)
 
-# The public ops of the op table, by name: kiln.exp(x), kiln.sum(x, dim=1), kiln.cat([a, b]).
-for _name in _C._public_ops:
-    if _name not in globals():
-        globals()[_name] = getattr(ops, _name)
-del _name
-
 from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
     chunk,
     flatten,
@@ -69,5 +64,11 @@ from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
 )
 
 from . import autograd, nn, utils  # noqa: E402, F401  (kiln.nn.functional, as torch.nn)
+
+import os as _os  # noqa: E402
+
+# Frames inside this folder are skipped when ops record the user's Python line as call site.
+_C._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
+del _os
 
 __version__ = "0.1.0"

@@ -18,6 +18,7 @@ import itertools
 import warnings
 
 from . import _C, _tree
+from ._C import Tensor
 
 _counter = itertools.count()
 
@@ -26,6 +27,7 @@ class _Plan:
     """One argument structure (and set of scalar values): a C++ CompiledFunction."""
 
     def __init__(self, owner, spec):
+        self.spec = spec
         # The traced function must not refer to this plan or its owner: the C++ object holds
         # it, and a cycle through C++ is one the garbage collector cannot see.
         out_spec = self.out_spec = [None]
@@ -36,11 +38,14 @@ class _Plan:
             flat, out_spec[0] = _tree.flatten(fn(*args, **kwargs))
             return flat
 
+        self.flat_fn = flat_fn  # the C++ object refers to it weakly
         self.compiled = _C._CompiledFunction(flat_fn, owner._backend, owner._cache_limit,
                                              owner._debug_dir, owner._name, owner._rematerialize)
 
     def __call__(self, tensors):
         flat = self.compiled(tensors)
+        if self.out_spec[0] == _tree.TENSOR:
+            return flat[0]
         return _tree.unflatten(self.out_spec[0], flat)
 
 
@@ -55,12 +60,24 @@ class CompiledFunction:
         self._cache_limit = cache_limit
         self._rematerialize = rematerialize
         self._plans = {}
+        self._by_arity = {}  # plans for calls whose arguments are all tensors, by count
         self._last = None
         self._last_spec = None
         self._warned = False
         self._eager_calls = 0
 
     def __call__(self, *args, **kwargs):
+        # Fast path: positional tensors only, the usual call of a training step.
+        if not kwargs:
+            for a in args:
+                if type(a) is not Tensor:
+                    break
+            else:
+                plan = self._by_arity.get(len(args))
+                if plan is not None:
+                    self._last = plan
+                    self._last_spec = plan.spec
+                    return plan(list(args))
         tensors, spec = _tree.flatten((args, kwargs))
         plan = self._plans.get(spec)
         if plan is None:
@@ -77,6 +94,8 @@ class CompiledFunction:
                 _C._log_line("recompiles", f"{self._name}: recompiling because {why}")
             plan = _Plan(self, spec)
             self._plans[spec] = plan
+            if not kwargs and len(tensors) == len(args) and all(type(a) is Tensor for a in args):
+                self._by_arity[len(args)] = plan
         self._last = plan
         self._last_spec = spec
         return plan(tensors)

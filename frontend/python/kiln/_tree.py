@@ -5,7 +5,7 @@ same scalar values."""
 
 from ._C import Tensor
 
-_TENSOR = "T"
+TENSOR = _TENSOR = "T"  # the spec of a tensor leaf
 
 
 def flatten(obj):

@@ -7,6 +7,7 @@ NB_MODULE(_C, m) {
   m.doc() = "Kiln's C++ core: tensors, ops, autograd and compile";
   // kiln::Error is kiln.KilnError, a RuntimeError, with the same message.
   static nb::exception<kiln::Error> kiln_error(m, "KilnError", PyExc_RuntimeError);
+  set_kiln_error_type(kiln_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -22,4 +23,5 @@ NB_MODULE(_C, m) {
   bind_compile(m);
   bind_nn(m);
   bind_ops(m);  // last: Tensor methods written above take precedence over generated ones
+  m.def("_set_package_dir", &set_package_dir);
 }

@@ -18,9 +18,11 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kiln/base/call_site.h"
 #include "kiln/base/device.h"
 #include "kiln/base/dtype.h"
 #include "kiln/base/error.h"
@@ -74,6 +76,12 @@ struct PyForeignError : ForeignError {
   nb::python_error error;
 };
 
+// For code called straight from a type slot, outside nanobind's function dispatch: sets the
+// Python error for the exception being handled (Python errors as they are, kiln::Error as
+// kiln.KilnError, nanobind's builtin exceptions as their Python types).
+void set_python_error_from_exception() noexcept;
+void set_kiln_error_type(nb::handle type);
+
 // The DType and Device objects (kiln.float32, kiln.device("cpu")).
 struct PyDType {
   DType dtype;
@@ -90,6 +98,18 @@ Scalar to_scalar(nb::handle h);  // throws nb::type_error for anything else
 // A Python number as a 0-dim tensor beside `like`, with the dtype torch gives a "wrapped
 // number": a float next to an integer tensor is float32, otherwise the tensor's dtype decides.
 Tensor scalar_to_tensor(nb::handle value, const Tensor& like);
+
+// Opens a call-site scope naming the innermost Python frame outside the kiln package, while a
+// trace or anomaly mode records call sites (python_call_site.cpp). Takes the GIL to be held;
+// usable as nb::call_guard<PythonCallSite>.
+class PythonCallSite {
+ public:
+  PythonCallSite();
+
+ private:
+  std::optional<CallSiteScope> scope_;
+};
+void set_package_dir(std::string dir);
 
 // Registration, one per file.
 void bind_types(nb::module_& m);

@@ -34,10 +34,17 @@ void bind_compile(nb::module_& m) {
             o.debug_dir = debug_dir;
             o.name = name;
             o.rematerialize = rematerialize;
-            PyRef held(fn);
-            CompiledFunction::Fn call = [held](const std::vector<Tensor>& in) {
+            // A weak reference: the Python plan that owns this object holds `fn`, so the
+            // cycle plan -> this -> fn -> (whatever fn refers to) -> plan stays visible to
+            // Python's garbage collector instead of passing through C++.
+            PyRef weak{nb::weakref(fn)};
+            CompiledFunction::Fn call = [weak](const std::vector<Tensor>& in) {
               nb::gil_scoped_acquire gil;
-              return nb::cast<std::vector<Tensor>>(held.get()(in));
+              nb::object target = weak.get()();
+              if (target.is_none()) {
+                throw nb::value_error("kiln.compile: the traced Python function was freed");
+              }
+              return nb::cast<std::vector<Tensor>>(target(in));
             };
             new (self) CompiledFunction(std::move(call), o);
           },

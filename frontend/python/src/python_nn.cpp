@@ -6,10 +6,19 @@
 
 namespace kiln::python {
 
+namespace {
+// The call site is read with the GIL held, then the GIL is released: members are constructed
+// in declaration order, which a guard list does not promise.
+struct SiteThenRelease {
+  PythonCallSite site;
+  nb::gil_scoped_release release;
+};
+}  // namespace
+
 void bind_nn(nb::module_& m) {
   nb::module_ nn = m.def_submodule("_nn", "The C++ API's composite functions");
-  // Ops run without the GIL, as table ops do (python_ops.cpp).
-  auto nogil = nb::call_guard<nb::gil_scoped_release>();
+  // The user's line is the call site; ops run without the GIL (python_ops.cpp).
+  auto nogil = nb::call_guard<SiteThenRelease>();
   nn.def(
       "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, nogil);
   nn.def(

@@ -11,6 +11,10 @@
 // Python scalars), and otherwise becomes a 0-dim tensor beside the tensor operands.
 #include <nanobind/stl/unique_ptr.h>
 
+#include <array>
+#include <deque>
+#include <span>
+
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/op_table.h"
 #include "python_common.h"
@@ -35,6 +39,11 @@ struct OpBinding {
 };
 
 using AttrsPtr = std::unique_ptr<void, void (*)(void*)>;
+
+// Schemas with more tensor inputs or attribute fields than these are refused when the bindings
+// are built (variadic ops take their tensors as one list argument, which has no limit).
+constexpr size_t kMaxOpInputs = 8;
+constexpr size_t kMaxOpFields = 64;
 
 [[noreturn]] void type_error(const OpBinding& b, const std::string& message) {
   throw nb::type_error((b.op->name + "(): " + message).c_str());
@@ -162,6 +171,9 @@ void build_bindings() {
     constexpr size_t kShapeKind = 7;  // AttrFieldRef's Shape* alternative
     static_assert(std::is_same_v<std::variant_alternative_t<kShapeKind, AttrFieldRef>, Shape*>);
     b.shape_varargs = b.field_kinds.size() == 1 && b.field_kinds[0] == kShapeKind;
+    KILN_CHECK(op->input_names.size() <= kMaxOpInputs && b.field_names.size() <= kMaxOpFields,
+               "op {}: the Python binding takes at most {} tensor inputs and {} attributes",
+               op->name, kMaxOpInputs, kMaxOpFields);
     all.push_back(std::move(b));
   }
   for (OpBinding& b : all) {
@@ -169,6 +181,57 @@ void build_bindings() {
     for (const OpBinding& other : all)
       if (other.op->name == twin && other.op->input_names.size() == 1) b.scalar_twin = &other;
   }
+}
+
+// Type-stub signatures (nb::sig) from the schema, for editors (kiln/_C/ops.pyi and the Tensor
+// methods in kiln/_C/__init__.pyi). Kept alive here: nanobind refers to them.
+const char* keep(std::string text) {
+  static auto* strings = new std::deque<std::string>();
+  return strings->emplace_back(std::move(text)).c_str();
+}
+
+std::string attr_type(size_t kind) {
+  static const char* const kTypes[] = {"bool",
+                                       "int",
+                                       "float",
+                                       "str",
+                                       "float | int | bool",
+                                       "float | int | bool | None",
+                                       "int | None",
+                                       "int | collections.abc.Sequence[int]",
+                                       "kiln.dtype",
+                                       "kiln.device | str"};
+  static_assert(std::size(kTypes) == std::variant_size_v<AttrFieldRef>);
+  return kTypes[kind];
+}
+
+// `positional`: the overload that takes the tensor inputs only, positionally.
+const char* signature(const OpBinding& b, bool method, bool positional) {
+  const OpDef& op = *b.op;
+  std::string params;
+  auto add = [&](const std::string& p) { params += (params.empty() ? "" : ", ") + p; };
+  bool listed = false;
+  for (const Param& p : b.params) {
+    if (p.is_tensor) {
+      if (op.variadic) {
+        if (!listed) add("tensors: collections.abc.Sequence[kiln.Tensor]");
+        listed = true;
+        continue;
+      }
+      if (method && p.index == 0) {
+        add("self");
+        continue;
+      }
+      std::string type = "kiln.Tensor";
+      if (p.index == 1 && b.scalar_twin != nullptr) type += " | float";
+      add(p.name + ": " + type);
+    } else if (!positional) {
+      add(p.name + ": " + attr_type(b.field_kinds[p.index]) + " = ...");
+    }
+  }
+  if (positional) add("/");
+  std::string result = op.max_outputs > 1 ? "kiln.Tensor | tuple[kiln.Tensor, ...]" : "kiln.Tensor";
+  return keep("def " + op.name + "(" + params + ") -> " + result);
 }
 
 // Keyword names torch uses for Kiln's field and input names.
@@ -182,33 +245,51 @@ std::string canonical_name(const OpBinding& b, const std::string& name) {
   return name;
 }
 
-nb::object wrap_outputs(const OpDef& op, std::vector<Tensor>&& outs) {
+nb::object wrap_outputs(std::vector<Tensor>&& outs) {
   if (outs.size() == 1) return nb::steal(wrap_tensor(outs[0]));
-  (void)op;
   nb::list l;
   for (const Tensor& t : outs)
     l.append(nb::steal(wrap_tensor(t)));
   return nb::tuple(l);
 }
 
-nb::object run(const OpDef& op, std::vector<Tensor>& inputs, const void* attrs) {
+// Note [GIL around ops]
+// An op runs without the GIL, so that other Python threads run meanwhile, unless every input
+// is a CPU tensor of fewer than kGilHeldElements elements: such an op takes well under a
+// microsecond, less than giving the GIL up and taking it back, and cannot block. Ops that make
+// tensors from attributes alone (factories), CUDA ops and larger ones always release it.
+constexpr int64_t kGilHeldElements = int64_t{1} << 14;
+
+bool releases_gil(std::span<const Tensor> inputs) {
+  if (inputs.empty()) return true;
+  for (const Tensor& t : inputs)
+    if (!t.device().is_cpu() || t.numel() >= kGilHeldElements) return true;
+  return false;
+}
+
+nb::object run(const OpDef& op, std::span<const Tensor> inputs, const void* attrs) {
+  PythonCallSite site;
+  if (!releases_gil(inputs)) return wrap_outputs(call_op(op, inputs, attrs));
   std::vector<Tensor> outs;
   {
     nb::gil_scoped_release release;
     outs = call_op(op, inputs, attrs);
   }
-  return wrap_outputs(op, std::move(outs));
+  return wrap_outputs(std::move(outs));
 }
 
 // A Python number in a tensor slot: the op's scalar twin, or a wrapped 0-dim tensor.
-nb::object call_with_scalar(const OpBinding& b, std::vector<nb::handle>& slots, const void* attrs) {
+nb::object call_with_scalar(const OpBinding& b, std::span<const nb::handle> slots,
+                            const void* attrs) {
   const OpDef& op = *b.op;
   if (b.scalar_twin != nullptr && slots.size() == 2 && is_tensor(slots[0]) &&
       is_python_scalar(slots[1])) {
     const OpBinding& twin = *b.scalar_twin;
-    AttrsPtr twin_attrs(twin.op->attrs->make_default(), twin.op->attrs->destroy);
+    AttrsPtr twin_attrs(twin.op->attrs->clone(twin.default_attrs.get()), twin.op->attrs->destroy);
     auto twin_fields = twin.op->attrs->fields(twin_attrs.get());
-    auto fields = op.attrs->fields(const_cast<void*>(attrs));
+    // Attributes left at their defaults need no copying (the common `x * 2`).
+    std::vector<AttrField> fields;
+    if (attrs != b.default_attrs.get()) fields = op.attrs->fields(const_cast<void*>(attrs));
     bool placed = false;
     for (AttrField& tf : twin_fields) {
       bool copied = false;
@@ -223,7 +304,7 @@ nb::object call_with_scalar(const OpBinding& b, std::vector<nb::handle>& slots, 
         placed = true;
       }
     }
-    std::vector<Tensor> inputs{unwrap_tensor(slots[0])};
+    std::array<Tensor, 1> inputs{unwrap_tensor(slots[0])};
     return run(*twin.op, inputs, twin_attrs.get());
   }
   const Tensor* like = nullptr;
@@ -247,8 +328,8 @@ nb::object call_with_scalar(const OpBinding& b, std::vector<nb::handle>& slots, 
 nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::handle kwargs) {
   const OpDef& op = *b.op;
   size_t ninputs = op.input_names.size();
-  std::vector<nb::handle> slots(ninputs);
-  std::vector<bool> slot_set(ninputs, false);
+  std::array<nb::handle, kMaxOpInputs> slots{};  // null: not given
+  uint64_t field_set = 0;                        // bit i: attribute field i was given
   AttrsPtr owned(nullptr, op.attrs->destroy);
   const void* attrs = b.default_attrs.get();
   std::vector<AttrField> fields;
@@ -260,7 +341,10 @@ nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::han
     }
     return fields;
   };
-  std::vector<bool> field_set(b.field_names.size(), false);
+  auto mark = [&](size_t field) { field_set |= uint64_t{1} << field; };
+  auto given = [&](const Param& prm) {
+    return prm.is_tensor ? slots[prm.index].is_valid() : ((field_set >> prm.index) & 1) != 0;
+  };
 
   size_t pos = 0;
   std::vector<nb::handle> variadic;
@@ -288,15 +372,14 @@ nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::han
           s.push_back(to_int(b, prm.name, args[pos]));
       }
       *std::get<Shape*>(mutable_fields()[prm.index].ref) = std::move(s);
-      field_set[prm.index] = true;
+      mark(prm.index);
       break;
     }
     if (prm.is_tensor) {
       slots[prm.index] = args[pos];
-      slot_set[prm.index] = true;
     } else {
       set_field(b, mutable_fields()[prm.index], args[pos]);
-      field_set[prm.index] = true;
+      mark(prm.index);
     }
   }
   if (kwargs.is_valid()) {
@@ -307,41 +390,61 @@ nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::han
         if (q.name == name) prm = &q;
       if (prm == nullptr)
         type_error(b, "got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'");
-      if (prm->is_tensor ? slot_set[prm->index] : field_set[prm->index]) {
-        type_error(b, "got multiple values for argument '" + prm->name + "'");
-      }
+      if (given(*prm)) type_error(b, "got multiple values for argument '" + prm->name + "'");
       if (prm->is_tensor) {
         slots[prm->index] = value;
-        slot_set[prm->index] = true;
       } else {
         set_field(b, mutable_fields()[prm->index], value);
-        field_set[prm->index] = true;
+        mark(prm->index);
       }
     }
   }
 
-  std::vector<nb::handle> used;
+  std::span<const nb::handle> used;
   if (variadic_list) {
     used = variadic;
   } else {
-    for (size_t i = 0; i < ninputs; ++i) {
-      if (!slot_set[i] || slots[i].is_none()) {
+    size_t n = 0;
+    for (; n < ninputs; ++n) {
+      if (!slots[n].is_valid() || slots[n].is_none()) {
         if (op.variadic) break;  // trailing optional inputs (layer_norm's weight and bias)
-        type_error(b, "missing required argument '" + op.input_names[i] + "' (pos " +
-                          std::to_string(i + 1) + ")");
+        type_error(b, "missing required argument '" + op.input_names[n] + "' (pos " +
+                          std::to_string(n + 1) + ")");
       }
-      used.push_back(slots[i]);
     }
+    used = std::span<const nb::handle>(slots.data(), n);
   }
-  bool all_tensors = true;
   for (nb::handle h : used)
-    all_tensors = all_tensors && is_tensor(h);
-  if (!all_tensors) return call_with_scalar(b, used, attrs);
+    if (!is_tensor(h)) return call_with_scalar(b, used, attrs);
+  if (used.size() <= kMaxOpInputs) {
+    std::array<Tensor, kMaxOpInputs> inputs;
+    for (size_t i = 0; i < used.size(); ++i)
+      inputs[i] = unwrap_tensor(used[i]);
+    return run(op, std::span<const Tensor>(inputs.data(), used.size()), attrs);
+  }
   std::vector<Tensor> inputs;
   inputs.reserve(used.size());
   for (nb::handle h : used)
     inputs.push_back(unwrap_tensor(h));
   return run(op, inputs, attrs);
+}
+
+// An op called with exactly its tensor inputs, positionally and without keywords: the op with
+// default attributes when they are all tensors, the general binding otherwise.
+nb::object call_positional(const OpBinding& b, std::initializer_list<nb::handle> args) {
+  std::array<Tensor, 2> in;
+  size_t n = 0;
+  for (nb::handle h : args) {
+    if (!is_tensor(h)) {
+      std::array<PyObject*, 2> raw{};
+      size_t k = 0;
+      for (nb::handle a : args)
+        raw[k++] = a.ptr();
+      return call(b, raw.data(), args.size(), nb::handle());
+    }
+    in[n++] = unwrap_tensor(h);
+  }
+  return run(*b.op, std::span<const Tensor>(in.data(), n), b.default_attrs.get());
 }
 
 const OpBinding& binding(std::string_view name) {
@@ -359,9 +462,33 @@ bool is_public(const OpDef& op) {
 // A binary operator method: self op other, or other op self when `reflected`.
 template <bool Reflected>
 nb::object binary(const OpBinding& b, nb::handle self, nb::handle other) {
-  if (!is_tensor(other) && !is_python_scalar(other)) return nb::borrow(Py_NotImplemented);
+  if (is_tensor(other)) {  // the common case, without the general argument binding
+    std::array<Tensor, 2> in{unwrap_tensor(Reflected ? other : self),
+                             unwrap_tensor(Reflected ? self : other)};
+    return run(*b.op, in, b.default_attrs.get());
+  }
+  if (!is_python_scalar(other)) return nb::borrow(Py_NotImplemented);
   PyObject* args[2] = {Reflected ? other.ptr() : self.ptr(), Reflected ? self.ptr() : other.ptr()};
   return call(b, args, 2, nb::handle());
+}
+
+// Note [Arithmetic slots]
+// `a + b` reaches the type's nb_add slot. Methods set on the class make Python fill that slot
+// with a wrapper that looks `__add__` up and calls it through nanobind, about a third of the
+// cost of a small add; bind_ops points the slots of + - * / (and += -= *= /=) straight at
+// these functions instead, which take the same fast path as the methods.
+std::array<const OpBinding*, 8> g_slot_ops{};
+
+template <size_t Slot>
+PyObject* number_slot(PyObject* a, PyObject* b) noexcept {
+  try {
+    const OpBinding& op = *g_slot_ops[Slot];
+    nb::object r = is_tensor(a) ? binary<false>(op, a, b) : binary<true>(op, b, a);
+    return r.release().ptr();
+  } catch (...) {
+    set_python_error_from_exception();
+    return nullptr;
+  }
 }
 
 }  // namespace
@@ -373,31 +500,64 @@ void bind_ops(nb::module_& m) {
   nb::list public_names, all_names;
   for (const OpBinding& b : bindings()) {
     const OpBinding* bp = &b;
-    ops.attr(b.op->name.c_str()) = nb::cpp_function(
-        [bp](nb::args args, nb::kwargs kwargs) {
-          std::vector<PyObject*> a(args.size());
-          for (size_t i = 0; i < args.size(); ++i)
-            a[i] = args[i].ptr();
-          return call(*bp, a.data(), a.size(), kwargs);
-        },
-        nb::name(b.op->name.c_str()));
+    const char* name = b.op->name.c_str();
+    size_t arity = b.op->input_names.size();
+    bool fixed = !b.op->variadic && (arity == 1 || arity == 2);
+    auto generic = [bp](nb::args args, nb::kwargs kwargs) {
+      std::vector<PyObject*> a(args.size());
+      for (size_t i = 0; i < args.size(); ++i)
+        a[i] = args[i].ptr();
+      return call(*bp, a.data(), a.size(), kwargs);
+    };
+    // One- and two-input ops also get an overload taking exactly their tensors positionally,
+    // which nanobind calls without building an argument tuple (the per-call cost of kiln.exp(x)
+    // and kiln.add(a, b)); everything else goes to the general binding.
+    // nanobind appends an overload to a function of the same name already in the scope.
+    if (fixed && arity == 1) {
+      ops.attr(name) =
+          nb::cpp_function([bp](nb::handle x) { return call_positional(*bp, {x}); }, nb::scope(ops),
+                           nb::name(name), nb::sig(signature(b, false, true)));
+    } else if (fixed) {
+      ops.attr(name) = nb::cpp_function(
+          [bp](nb::handle x, nb::handle y) {
+            return call_positional(*bp, {x, y});
+          },
+          nb::scope(ops), nb::name(name), nb::arg().none(), nb::arg().none(),
+          nb::sig(signature(b, false, true)));
+    }
+    ops.attr(name) = nb::cpp_function(generic, nb::scope(ops), nb::name(name),
+                                      nb::sig(signature(b, false, false)));
     all_names.append(b.op->name);
     if (!is_public(*b.op)) continue;
     public_names.append(b.op->name);
     bool method = !b.op->input_names.empty() && b.op->input_names[0] == "self";
-    if (method && !nb::hasattr(tensor_cls, b.op->name.c_str())) {
-      nb::setattr(tensor_cls, b.op->name.c_str(),
+    if (!method || nb::hasattr(tensor_cls, name)) continue;
+    auto generic_method = [bp](nb::handle self, nb::args args, nb::kwargs kwargs) {
+      std::vector<PyObject*> a(args.size() + 1);
+      a[0] = self.ptr();
+      for (size_t i = 0; i < args.size(); ++i)
+        a[i + 1] = args[i].ptr();
+      return call(*bp, a.data(), a.size(), kwargs);
+    };
+    if (fixed && arity == 1) {
+      nb::setattr(tensor_cls, name,
+                  nb::cpp_function([bp](nb::handle self) { return call_positional(*bp, {self}); },
+                                   nb::is_method(), nb::scope(tensor_cls), nb::name(name),
+                                   nb::sig(signature(b, true, true))));
+    } else if (fixed) {
+      nb::setattr(tensor_cls, name,
                   nb::cpp_function(
-                      [bp](nb::handle self, nb::args args, nb::kwargs kwargs) {
-                        std::vector<PyObject*> a(args.size() + 1);
-                        a[0] = self.ptr();
-                        for (size_t i = 0; i < args.size(); ++i)
-                          a[i + 1] = args[i].ptr();
-                        return call(*bp, a.data(), a.size(), kwargs);
+                      [bp](nb::handle self, nb::handle y) {
+                        return call_positional(*bp, {self, y});
                       },
-                      nb::is_method(), nb::name(b.op->name.c_str())));
+                      nb::is_method(), nb::scope(tensor_cls), nb::name(name), nb::arg().none()));
     }
+    nb::setattr(
+        tensor_cls, name,
+        nb::cpp_function(generic_method, nb::is_method(), nb::scope(tensor_cls), nb::name(name)));
   }
+  // `from kiln._C.ops import *` (kiln/__init__.py) takes the public ops only.
+  ops.attr("__all__") = public_names;
   m.attr("_public_ops") = nb::tuple(public_names);
   m.attr("_all_ops") = nb::tuple(all_names);
   m.def("_op_schema", [](const std::string& name) {
@@ -434,6 +594,21 @@ void bind_ops(nb::module_& m) {
            {"__rand__", "logical_and", true}, {"__ror__", "logical_or", true}}) {
     def_binary(py, op, refl);
   }
+  auto* type = reinterpret_cast<PyTypeObject*>(tensor_cls.ptr());
+  PyNumberMethods* number = type->tp_as_number;
+  const char* slot_ops[] = {"add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_"};
+  for (size_t i = 0; i < std::size(slot_ops); ++i)
+    g_slot_ops[i] = &binding(slot_ops[i]);
+  number->nb_add = number_slot<0>;
+  number->nb_subtract = number_slot<1>;
+  number->nb_multiply = number_slot<2>;
+  number->nb_true_divide = number_slot<3>;
+  number->nb_inplace_add = number_slot<4>;
+  number->nb_inplace_subtract = number_slot<5>;
+  number->nb_inplace_multiply = number_slot<6>;
+  number->nb_inplace_true_divide = number_slot<7>;
+  PyType_Modified(type);
+
   auto def_unary = [&](const char* py, const char* op_name) {
     const OpBinding* bp = &binding(op_name);
     nb::setattr(tensor_cls, py,

@@ -155,6 +155,8 @@ void bind_tensor(nb::module_& m) {
                                   nb::type_slots(tensor_slots));
   g_tensor_type = cls;
   using T = const Tensor&;
+  // Methods that run ops record the user's Python line as their call site (PythonCallSite).
+  auto site = nb::call_guard<PythonCallSite>();
   cls.def_prop_ro("shape", [](T t) { return shape_tuple(t.sizes()); })
       .def(
           "size",
@@ -213,27 +215,39 @@ void bind_tensor(nb::module_& m) {
              return nb::int_(item_of(t));
            })
       // conversions and copies
-      .def("contiguous", [](T t) { return t.contiguous(); })
-      .def("cpu", [](T t) { return t.to(kCPU); })
+      .def(
+          "contiguous", [](T t) { return t.contiguous(); }, site)
+      .def(
+          "cpu", [](T t) { return t.to(kCPU); }, site)
       .def(
           "cuda",
           [](T t, std::optional<int> index) { return t.to(Device::cuda(index.value_or(0))); },
           nb::arg("device") = nb::none())
-      .def("float", [](T t) { return t.to(kFloat32); })
-      .def("double", [](T t) { return t.to(kFloat64); })
-      .def("half", [](T t) { return t.to(kFloat16); })
-      .def("bfloat16", [](T t) { return t.to(kBFloat16); })
-      .def("int", [](T t) { return t.to(kInt32); })
-      .def("long", [](T t) { return t.to(kInt64); })
-      .def("bool", [](T t) { return t.to(kBool); })
-      .def("type_as", [](T t, T other) { return t.to(other.dtype()); })
+      .def(
+          "float", [](T t) { return t.to(kFloat32); }, site)
+      .def(
+          "double", [](T t) { return t.to(kFloat64); }, site)
+      .def(
+          "half", [](T t) { return t.to(kFloat16); }, site)
+      .def(
+          "bfloat16", [](T t) { return t.to(kBFloat16); }, site)
+      .def(
+          "int", [](T t) { return t.to(kInt32); }, site)
+      .def(
+          "long", [](T t) { return t.to(kInt64); }, site)
+      .def(
+          "bool", [](T t) { return t.to(kBool); }, site)
+      .def(
+          "type_as", [](T t, T other) { return t.to(other.dtype()); }, site)
       .def(
           "copy_", [](T t, T src) { return t.copy_(src); }, nb::arg("src"))
       .def(
           "fill_", [](T t, nb::handle v) { return t.fill_(to_scalar(v)); }, nb::arg("value"))
-      .def("zero_", [](T t) { return t.zero_(); })
+      .def(
+          "zero_", [](T t) { return t.zero_(); }, site)
       // views and composites that are not single table ops
-      .def("t", [](T t) { return t.t(); })
+      .def(
+          "t", [](T t) { return t.t(); }, site)
       .def_prop_ro("T",
                    [](T t) {
                      Shape dims;
@@ -242,16 +256,21 @@ void bind_tensor(nb::module_& m) {
                      return t.permute(dims);
                    })
       .def_prop_ro("mT", [](T t) { return t.transpose(-2, -1); })
-      .def("reshape",
-           [](T t, nb::args shape) {
-             if (shape.size() == 1 && !PyLong_Check(shape[0].ptr())) {
-               return t.reshape(nb::cast<Shape>(shape[0]));
-             }
-             return t.reshape(nb::cast<Shape>(shape));
-           })
-      .def("view_as", [](T t, T other) { return t.view(other.sizes()); })
-      .def("expand_as", [](T t, T other) { return t.expand(other.sizes()); })
-      .def("reshape_as", [](T t, T other) { return t.reshape(other.sizes()); })
+      .def(
+          "reshape",
+          [](T t, nb::args shape) {
+            if (shape.size() == 1 && !PyLong_Check(shape[0].ptr())) {
+              return t.reshape(nb::cast<Shape>(shape[0]));
+            }
+            return t.reshape(nb::cast<Shape>(shape));
+          },
+          site)
+      .def(
+          "view_as", [](T t, T other) { return t.view(other.sizes()); }, site)
+      .def(
+          "expand_as", [](T t, T other) { return t.expand(other.sizes()); }, site)
+      .def(
+          "reshape_as", [](T t, T other) { return t.reshape(other.sizes()); }, site)
       .def(
           "flatten",
           [](T t, int64_t start, int64_t end) {
@@ -267,18 +286,25 @@ void bind_tensor(nb::module_& m) {
             sizes.insert(sizes.end(), t.sizes().begin() + end + 1, t.sizes().end());
             return t.reshape(sizes);
           },
-          nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
-      .def("narrow", [](T t, int64_t dim, int64_t start,
-                        int64_t length) { return t.narrow(dim, start, length); })
+          nb::arg("start_dim") = 0, nb::arg("end_dim") = -1, site)
+      .def(
+          "narrow",
+          [](T t, int64_t dim, int64_t start, int64_t length) {
+            return t.narrow(dim, start, length);
+          },
+          site)
       .def(
           "chunk", [](T t, int64_t chunks, int64_t dim) { return t.chunk(chunks, dim); },
-          nb::arg("chunks"), nb::arg("dim") = 0)
+          nb::arg("chunks"), nb::arg("dim") = 0, site)
       .def(
           "split", [](T t, int64_t size, int64_t dim) { return t.split(size, dim); },
-          nb::arg("split_size"), nb::arg("dim") = 0)
-      .def("matmul", [](T a, T b) { return matmul(a, b); })
-      .def("__matmul__", [](T a, T b) { return matmul(a, b); })
-      .def("__rmatmul__", [](T a, T b) { return matmul(b, a); })
+          nb::arg("split_size"), nb::arg("dim") = 0, site)
+      .def(
+          "matmul", [](T a, T b) { return matmul(a, b); }, site)
+      .def(
+          "__matmul__", [](T a, T b) { return matmul(a, b); }, site)
+      .def(
+          "__rmatmul__", [](T a, T b) { return matmul(b, a); }, site)
       // autograd
       .def_prop_rw(
           "requires_grad", [](T t) { return t.requires_grad(); },
@@ -303,7 +329,8 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro("output_nr", [](T t) { return t.output_nr(); })
       .def_prop_ro("retains_grad", [](T t) { return t.retains_grad(); })
       .def("retain_grad", [](T t) { t.retain_grad(); })
-      .def("detach", [](T t) { return t.detach(); })
+      .def(
+          "detach", [](T t) { return t.detach(); }, site)
       .def("backward", &tensor_backward, nb::arg("gradient") = nb::none(),
            nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
            nb::arg("inputs") = nb::none())

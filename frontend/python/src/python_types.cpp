@@ -38,6 +38,52 @@ void PyRef::reset() {
 
 namespace {
 
+PyObject* g_kiln_error_type = nullptr;
+
+}  // namespace
+
+void set_kiln_error_type(nb::handle type) {
+  g_kiln_error_type = type.ptr();
+}
+
+void set_python_error_from_exception() noexcept {
+  try {
+    throw;
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (PyForeignError& e) {
+    e.error.restore();
+  } catch (const nb::builtin_exception& e) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (e.type()) {
+      case nb::exception_type::type_error:
+        type = PyExc_TypeError;
+        break;
+      case nb::exception_type::value_error:
+        type = PyExc_ValueError;
+        break;
+      case nb::exception_type::index_error:
+        type = PyExc_IndexError;
+        break;
+      case nb::exception_type::attribute_error:
+        type = PyExc_AttributeError;
+        break;
+      default:
+        break;
+    }
+    PyErr_SetString(type, e.what());
+  } catch (const Error& e) {
+    PyErr_SetString(g_kiln_error_type != nullptr ? g_kiln_error_type : PyExc_RuntimeError,
+                    e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
+  }
+}
+
+namespace {
+
 // Borrowed: the module's attributes (kiln._C.float32, ...) own the singletons.
 std::array<nb::handle, kNumDTypes>& dtype_objects() {
   static std::array<nb::handle, kNumDTypes> objects;
