@@ -6,6 +6,7 @@
 
 #include "kiln/base/dtype.h"
 #include "kiln/base/shape.h"
+#include "kiln/runtime/pyobj_slot.h"
 #include "kiln/runtime/storage.h"
 
 namespace kiln {
@@ -46,15 +47,9 @@ class TensorImpl {
   autograd::AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
   autograd::AutogradMeta& ensure_autograd_meta();
 
-  // Note [Python object slot]
-  // The Python wrapper of this tensor (a kiln.Tensor), or null. The wrapper owns a Tensor
-  // handle, so this pointer is not a reference: the wrapper sets it when it is created and
-  // clears it when it is deallocated. Whoever returns this tensor to Python returns the wrapper
-  // in the slot when there is one, so Python sees one object per tensor while it holds it
-  // (x.grad is x.grad; attributes set on it survive). Only read or written with the GIL held;
-  // the runtime itself never looks at it. Nodes carry the same slot for grad_fn objects.
-  void* pyobj() const { return pyobj_; }
-  void set_pyobj(void* obj) { pyobj_ = obj; }
+  // The Python wrapper (Note [Python object slot] in runtime/pyobj_slot.h).
+  PyObjectSlot& pyobj_slot() { return pyobj_slot_; }
+  void* pyobj() const { return pyobj_slot_.get(); }
 
   // TensorImpls alive in the process, for leak tests (the Python package exposes it).
   static int64_t live_count();
@@ -68,7 +63,7 @@ class TensorImpl {
   DType dtype_;
   bool is_contiguous_ = true;
   std::unique_ptr<autograd::AutogradMeta> autograd_meta_;
-  void* pyobj_ = nullptr;
+  PyObjectSlot pyobj_slot_;
 };
 
 }  // namespace kiln

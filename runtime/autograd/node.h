@@ -16,6 +16,7 @@
 #include "kiln/runtime/autograd/edge.h"
 #include "kiln/runtime/autograd/function_hook.h"
 #include "kiln/runtime/autograd/input_metadata.h"
+#include "kiln/runtime/pyobj_slot.h"
 
 namespace kiln::autograd {
 
@@ -123,10 +124,10 @@ class Node : public std::enable_shared_from_this<Node> {
   // on tensor data. Only consulted when is_traceable() is false.
   virtual bool passes_state_transparently() { return false; }
 
-  // The Python object for this Node (a grad_fn), or null (Note [Python object slot] in
-  // runtime/tensor_impl.h).
-  void* pyobj() const { return pyobj_; }
-  void set_pyobj(void* obj) { pyobj_ = obj; }
+  // The Python object for this Node (a grad_fn): Note [Python object slot] in
+  // runtime/pyobj_slot.h.
+  PyObjectSlot& pyobj_slot() { return pyobj_slot_; }
+  void* pyobj() const { return pyobj_slot_.get(); }
   // Nodes alive in the process, for leak tests (the Python package exposes it).
   static int64_t live_count();
 
@@ -151,7 +152,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::unordered_map<size_t, std::unique_ptr<FunctionPreHook>> retains_grad_hooks_;
   std::vector<std::unique_ptr<FunctionPostHook>> post_hooks_;
   std::vector<InputMetadata> input_metadata_;
-  void* pyobj_ = nullptr;
+  PyObjectSlot pyobj_slot_;
 };
 
 // Note [Iterative Node deletion]

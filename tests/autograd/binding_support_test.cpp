@@ -43,10 +43,26 @@ TEST(BindingSupport, PyobjSlotsStartEmptyAndHoldWhatIsSet) {
   EXPECT_EQ(x.impl()->pyobj(), nullptr);
   EXPECT_EQ(y.grad_fn()->pyobj(), nullptr);
   int marker = 0;
-  x.impl()->set_pyobj(&marker);
+  x.impl()->pyobj_slot().set(&marker);
   EXPECT_EQ(x.detach().impl()->pyobj(), nullptr);  // another TensorImpl, another slot
   EXPECT_EQ(x.impl()->pyobj(), &marker);
-  x.impl()->set_pyobj(nullptr);
+  x.impl()->pyobj_slot().set(nullptr);
+}
+
+std::vector<void*> g_released;
+
+TEST(BindingSupport, ASlotReleasesOnlyAWrapperItOwns) {
+  kiln::PyObjectSlot::set_release([](void* w) { g_released.push_back(w); });
+  int kept = 0, owned = 0;
+  {
+    Tensor a = kiln::ones({1});
+    a.impl()->pyobj_slot().set(&kept);  // the wrapper owns the tensor: nothing to release
+    Tensor b = kiln::ones({1});
+    b.impl()->pyobj_slot().set(&owned);
+    b.impl()->pyobj_slot().take_ownership();  // preserved: the tensor owns the wrapper
+  }
+  kiln::PyObjectSlot::set_release(nullptr);
+  EXPECT_EQ(g_released, (std::vector<void*>{&owned}));
 }
 
 TEST(BindingSupport, LiveCountersFollowTensorsAndNodes) {

@@ -19,6 +19,25 @@ def test_one_python_object_per_tensor():
     assert x.grad.note == "kept"  # the same object while Python holds it
 
 
+def test_wrapper_survives_while_cpp_holds_the_tensor(live):
+    """PyObject preservation (Note [Python object preservation]): a wrapper Python dropped
+    lives on while C++ holds its tensor, with its attributes, and goes when the tensor does."""
+    x = kiln.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    x.grad.note = "kept"  # the wrapper is dropped at once; only x's AutogradMeta holds .grad
+    assert x.grad.note == "kept"
+    y = x * 3
+    y.grad_fn.metadata["step"] = 7
+    assert y.grad_fn.metadata == {"step": 7}
+    first = id(y.grad_fn)
+    assert id(y.grad_fn) == first
+    before = live()
+    del x, y
+    after = live()
+    assert after["wrappers"] == before["wrappers"] - 4  # x, y, x.grad and y.grad_fn
+    assert after["tensors"] < before["tensors"] and after["nodes"] < before["nodes"]
+
+
 def test_in_place_ops_return_the_same_object():
     x = kiln.zeros(4)
     assert x.add_(1) is x

@@ -140,6 +140,23 @@ int node_clear(PyObject* self) {
   return 0;
 }
 
+destructor g_nanobind_node_dealloc = nullptr;
+
+// Note [Python object preservation] in python_tensor.cpp: a grad_fn object outlives Python's
+// references while its Node is in a graph, so its metadata and identity survive.
+void node_dealloc(PyObject* self) {
+  if (nb::inst_ready(self)) {
+    PyGradFn& p = *nb::inst_ptr<PyGradFn>(self);
+    if (p.node && p.node.use_count() > 1) {
+      Py_SET_REFCNT(self, 1);
+      p.node->pyobj_slot().take_ownership();
+      p.node.reset();
+      return;
+    }
+  }
+  g_nanobind_node_dealloc(self);
+}
+
 PyType_Slot node_slots[] = {
     {Py_tp_traverse, (void*)node_traverse}, {Py_tp_clear, (void*)node_clear}, {0, nullptr}};
 
@@ -150,12 +167,12 @@ std::shared_ptr<autograd::Node> node_of(nb::handle self) {
 }  // namespace
 
 PyGradFn::~PyGradFn() {
-  if (node) node->set_pyobj(nullptr);
+  if (node) node->pyobj_slot().set(nullptr);
   --g_live_wrappers;
 }
 
 PyTensor::~PyTensor() {
-  if (tensor.defined()) tensor.impl()->set_pyobj(nullptr);
+  if (tensor.defined()) tensor.impl()->pyobj_slot().set(nullptr);
   --g_live_wrappers;
 }
 
@@ -169,6 +186,11 @@ PyObject* wrap_node(const std::shared_ptr<autograd::Node>& node) {
     return Py_None;
   }
   if (void* existing = node->pyobj()) {
+    if (node->pyobj_slot().owns_wrapper()) {  // preserved: the slot's reference is the caller's
+      node->pyobj_slot().give_ownership_back();
+      nb::inst_ptr<PyGradFn>(static_cast<PyObject*>(existing))->node = node;
+      return static_cast<PyObject*>(existing);
+    }
     Py_INCREF(static_cast<PyObject*>(existing));
     return static_cast<PyObject*>(existing);
   }
@@ -176,7 +198,7 @@ PyObject* wrap_node(const std::shared_ptr<autograd::Node>& node) {
   if (obj == nullptr) return nullptr;
   new (nb::inst_ptr<PyGradFn>(obj)) PyGradFn{node, nb::object()};
   nb::inst_mark_ready(obj);
-  node->set_pyobj(obj);
+  node->pyobj_slot().set(obj);
   ++g_live_wrappers;
   return obj;
 }
@@ -272,6 +294,9 @@ void bind_autograd(nb::module_& m) {
   auto node =
       nb::class_<PyGradFn>(m, "Node", nb::is_weak_referenceable(), nb::type_slots(node_slots));
   g_node_type = node;
+  auto* node_type = reinterpret_cast<PyTypeObject*>(node.ptr());
+  g_nanobind_node_dealloc = node_type->tp_dealloc;
+  node_type->tp_dealloc = node_dealloc;
   node.def("name", [](nb::handle self) { return node_of(self)->name(); })
       .def("__repr__",
            [](nb::handle self) {

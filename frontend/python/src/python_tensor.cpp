@@ -69,6 +69,36 @@ int tensor_clear(PyObject* self) {
   return 0;
 }
 
+// Note [Python object preservation]
+// When Python drops its last reference to a kiln.Tensor while C++ still holds the tensor (a
+// graph saved it, it is some tensor's .grad), the wrapper is not freed: it takes the reference
+// back (refcount 1), gives up its own handle so that it does not keep the tensor alive, and the
+// TensorImpl's slot owns it from then on (Note [Python object slot], runtime/pyobj_slot.h).
+// Returning the tensor to Python again gives this same object, with its attributes; when C++
+// frees the tensor, the slot releases the wrapper and it is freed for real. THPVariable does
+// the same.
+destructor g_nanobind_tensor_dealloc = nullptr;
+
+void tensor_dealloc(PyObject* self) {
+  if (nb::inst_ready(self)) {
+    PyTensor& p = *nb::inst_ptr<PyTensor>(self);
+    if (p.tensor.defined() && p.tensor.impl_ptr().use_count() > 1) {
+      Py_SET_REFCNT(self, 1);
+      p.tensor.impl()->pyobj_slot().take_ownership();
+      p.tensor = Tensor();  // may free the tensor if another thread just dropped it: see above
+      return;
+    }
+  }
+  g_nanobind_tensor_dealloc(self);
+}
+
+// The slot's release function: drops the reference a preserved wrapper's slot holds.
+void release_wrapper(void* wrapper) {
+  if (Py_IsInitialized() == 0) return;  // at exit, after Python: leak rather than crash
+  nb::gil_scoped_acquire gil;
+  Py_DECREF(static_cast<PyObject*>(wrapper));
+}
+
 PyType_Slot tensor_slots[] = {
     {Py_tp_traverse, (void*)tensor_traverse}, {Py_tp_clear, (void*)tensor_clear}, {0, nullptr}};
 
@@ -138,6 +168,11 @@ PyObject* wrap_tensor(const Tensor& t) {
     return Py_None;
   }
   if (void* existing = t.impl()->pyobj()) {
+    if (t.impl()->pyobj_slot().owns_wrapper()) {  // preserved: the slot's reference is ours now
+      t.impl()->pyobj_slot().give_ownership_back();
+      nb::inst_ptr<PyTensor>(static_cast<PyObject*>(existing))->tensor = t;
+      return static_cast<PyObject*>(existing);
+    }
     Py_INCREF(static_cast<PyObject*>(existing));
     return static_cast<PyObject*>(existing);
   }
@@ -145,7 +180,7 @@ PyObject* wrap_tensor(const Tensor& t) {
   if (obj == nullptr) return nullptr;
   new (nb::inst_ptr<PyTensor>(obj)) PyTensor{t};
   nb::inst_mark_ready(obj);
-  t.impl()->set_pyobj(obj);
+  t.impl()->pyobj_slot().set(obj);
   count_new_wrapper();
   return obj;
 }
@@ -154,6 +189,10 @@ void bind_tensor(nb::module_& m) {
   auto cls = nb::class_<PyTensor>(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable(),
                                   nb::type_slots(tensor_slots));
   g_tensor_type = cls;
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  g_nanobind_tensor_dealloc = type->tp_dealloc;
+  type->tp_dealloc = tensor_dealloc;
+  PyObjectSlot::set_release(release_wrapper);
   using T = const Tensor&;
   // Methods that run ops record the user's Python line as their call site (PythonCallSite).
   auto site = nb::call_guard<PythonCallSite>();
