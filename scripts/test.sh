@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# The README's second command (and what CI runs): install what is missing, build, and run every
-# test twice: in the normal build, and in an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# The README's second command (and what CI runs): install what is missing, build, run every test
+# of the normal build (the C++ suites and the Python package's pytest files), pip install the
+# package into a fresh virtual environment, then build again with AddressSanitizer +
+# UndefinedBehaviorSanitizer and run the C++ tests there (the Python package is not built
+# under the sanitizers).
 #   KILN_TEST_SANITIZE=0 skips the sanitizer pass (for quick local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+start=$SECONDS
 bash scripts/python-env.sh
 python=$PWD/.venv/bin/python
-start=$SECONDS
 
 # Build and test times are reported separately (the CI budget is 30 minutes cold).
 phase() { echo "kiln: $1 took $((SECONDS - phase_start)) s"; phase_start=$SECONDS; }
-phase_start=$SECONDS
+phase_start=$start
+phase "the Python environment"
 
 echo "== build (RelWithDebInfo) =="
 bash scripts/build.sh build -DPython_EXECUTABLE="$python"
@@ -41,8 +45,11 @@ if [[ ${KILN_TEST_SANITIZE:-1} != 0 ]]; then
   bash scripts/build.sh build-asan -DKILN_SANITIZE=ON -DKILN_BUILD_BENCH=OFF -DKILN_CHECK_LAYERS=OFF
   phase "the ASan + UBSan build"
   echo "== tests under ASan + UBSan =="
+  # The two tests that hand every generated CUDA kernel to NVRTC take 100 s here and check
+  # NVRTC's work again; the emitters still run instrumented in CudaCodegen.KernelsOfEach*.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE install
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE install \
+    -E "EveryKernelCompilesToPtxForSm80AndSm90|EveryReductionProgramCompilesToPtxForSm80AndSm90"
   phase "the tests under ASan + UBSan"
 fi
 

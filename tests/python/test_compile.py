@@ -137,3 +137,15 @@ def test_dumps_name_the_python_line_of_each_op():
     line = inspect.getsourcelines(f.__wrapped__)[1] + 2  # the decorator, def, then this line
     dump = f.dump("traced")
     assert f"test_compile.py:{line} in f" in dump, dump
+
+
+def test_debug_dir_receives_every_stage_as_in_cpp(tmp_path):
+    @kiln.compile(debug_dir=str(tmp_path), name="dbg")
+    def f(x):
+        return (x * 2).exp().sum()
+
+    x = kiln.ones(3, requires_grad=True)
+    f(x).backward()
+    names = {p.name for p in tmp_path.rglob("*") if p.is_file()}
+    assert {"summary.txt", "kernels.kir", "repro.kir"} <= names, names
+    assert any(n.endswith(".ir") for n in names)
