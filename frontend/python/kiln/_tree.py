@@ -8,49 +8,51 @@ from ._C import Tensor
 TENSOR = _TENSOR = "T"  # the spec of a tensor leaf
 
 
+# Module-level recursion: a nested function that calls itself is a reference cycle (function
+# -> closure cell -> function) that would keep the tensors it saw alive until the next garbage
+# collection.
+def _flatten(o, tensors):
+    if isinstance(o, Tensor):
+        tensors.append(o)
+        return _TENSOR
+    if isinstance(o, tuple):
+        return ("tuple", tuple(_flatten(x, tensors) for x in o))
+    if isinstance(o, list):
+        return ("list", tuple(_flatten(x, tensors) for x in o))
+    if isinstance(o, dict):
+        keys = tuple(o.keys())
+        return ("dict", keys, tuple(_flatten(o[k], tensors) for k in keys))
+    # a leaf: its type is part of the key, so 1, 1.0 and True stay apart
+    try:
+        hash(o)
+    except TypeError:
+        raise TypeError(f"unsupported argument of type {type(o).__name__}: arguments must be "
+                        "tensors, Python scalars, strings, None, or tuples, lists and dicts of "
+                        "them") from None
+    return ("leaf", type(o), o)
+
+
 def flatten(obj):
     tensors = []
-
-    def go(o):
-        if isinstance(o, Tensor):
-            tensors.append(o)
-            return _TENSOR
-        if isinstance(o, tuple):
-            return ("tuple", tuple(go(x) for x in o))
-        if isinstance(o, list):
-            return ("list", tuple(go(x) for x in o))
-        if isinstance(o, dict):
-            keys = tuple(o.keys())
-            return ("dict", keys, tuple(go(o[k]) for k in keys))
-        # a leaf: its type is part of the key, so 1, 1.0 and True stay apart
-        try:
-            hash(o)
-        except TypeError:
-            raise TypeError(f"unsupported argument of type {type(o).__name__}: arguments must be "
-                            "tensors, Python scalars, strings, None, or tuples, lists and "
-                            "dicts of them") from None
-        return ("leaf", type(o), o)
-
-    spec = go(obj)
+    spec = _flatten(obj, tensors)
     return tensors, spec
 
 
+def _unflatten(s, it):
+    if s == _TENSOR:
+        return next(it)
+    kind = s[0]
+    if kind == "tuple":
+        return tuple(_unflatten(x, it) for x in s[1])
+    if kind == "list":
+        return [_unflatten(x, it) for x in s[1]]
+    if kind == "dict":
+        return {k: _unflatten(v, it) for k, v in zip(s[1], s[2])}
+    return s[2]
+
+
 def unflatten(spec, tensors):
-    it = iter(tensors)
-
-    def go(s):
-        if s == _TENSOR:
-            return next(it)
-        kind = s[0]
-        if kind == "tuple":
-            return tuple(go(x) for x in s[1])
-        if kind == "list":
-            return [go(x) for x in s[1]]
-        if kind == "dict":
-            return {k: go(v) for k, v in zip(s[1], s[2])}
-        return s[2]
-
-    return go(spec)
+    return _unflatten(spec, iter(tensors))
 
 
 def describe_difference(old, new, path="arguments"):
