@@ -49,6 +49,10 @@ def _both(fn):
     lambda m: m.cat([m.ones(2), m.zeros(1)]),
     lambda m: m.tensor([[1.0, 2.0], [3.0, 4.0]]).var(0),
     lambda m: m.full((2,), 3).dtype == m.int64,
+    lambda m: m.tensor([[3.0, 4.0], [1.0, 1.0]]).norm(dim=1),
+    lambda m: m.isclose(m.tensor([1.0, 2.0]), m.tensor([1.0, 2.1])),
+    lambda m: m.allclose(m.tensor([1.0, 2.0]), m.tensor([1.0, 2.0 + 1e-9])),
+    lambda m: m.ones(2, 3).new_zeros(4).dtype == m.float32,
 ])
 def test_same_results_as_torch(expr):
     ours, theirs = _both(expr)

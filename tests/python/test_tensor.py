@@ -244,3 +244,19 @@ def test_views_and_composites():
     assert x.to(kiln.float64).dtype == kiln.float64 and x.double().dtype == kiln.float64
     assert x.to("cpu") is x
     assert math.isclose(x.var().item(), 3.5)
+
+
+def test_comparison_helpers_and_new_factories():
+    a = kiln.tensor([1.0, 2.0, 3.0])
+    b = a + 1e-7
+    assert kiln.allclose(a, b) and not kiln.allclose(a, a + 1e-3)
+    assert kiln.isclose(a, kiln.tensor([1.0, 2.5, 3.0])).tolist() == [True, False, True]
+    assert kiln.equal(a, a.clone()) and not kiln.equal(a, a[:2]) and not kiln.equal(a, b)
+    assert kiln.is_tensor(a) and not kiln.is_tensor([1.0]) and kiln.is_floating_point(a)
+    assert a.norm().item() == pytest.approx(math.sqrt(14.0))
+    assert kiln.tensor([[3.0, 4.0]]).norm(dim=1).tolist() == [5.0]
+    z = a.new_zeros(2, 2)
+    assert z.shape == (2, 2) and z.dtype == a.dtype and z.sum().item() == 0.0
+    assert a.new_full((3,), 7.0).tolist() == [7.0] * 3
+    assert a.new_tensor([1, 2]).dtype == kiln.float32
+    assert a.type(kiln.int64).dtype == kiln.int64 and a.type() == "kiln.float32Tensor"

@@ -52,8 +52,13 @@ from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
 from ._compile import compile  # noqa: A001  (torch's name)
 
 from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
+    allclose,
     chunk,
+    equal,
     flatten,
+    is_floating_point,
+    is_tensor,
+    isclose,
     matmul,
     max,
     min,

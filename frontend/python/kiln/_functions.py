@@ -50,3 +50,74 @@ max = _reduce_or_pair("max", lambda t: _C.ops.amax(t))
 min = _reduce_or_pair("min", lambda t: _C.ops.amin(t))
 _C.Tensor.max = max
 _C.Tensor.min = min
+
+
+# ---- comparisons and conveniences torch scripts use, composed of ops ----
+
+def is_tensor(obj):
+    return isinstance(obj, _C.Tensor)
+
+
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise (torch.isclose)."""
+    if equal_nan:
+        raise NotImplementedError("isclose(equal_nan=True) is not supported")
+    if input.dtype != other.dtype:
+        raise TypeError(f"isclose(): the dtypes differ: {input.dtype} and {other.dtype}")
+    if not input.dtype.is_floating_point:
+        return input == other
+    return (input - other).abs() <= (other.abs() * rtol + atol)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _all_true(isclose(input, other, rtol, atol, equal_nan))
+
+
+def equal(input, other):
+    """True when both have the same shape and elements (torch.equal)."""
+    return input.shape == other.shape and _all_true(input == other)
+
+
+def _all_true(t):
+    """Whether every element is true (0 elements: True), for allclose and equal, until the op
+    library has all()."""
+    if t.numel() == 0:
+        return True
+    return t.to(_C.int64).amin().item() != 0
+
+
+def _type(self, dtype=None):
+    if dtype is None:
+        return f"kiln.{str(self.dtype).split('.')[-1]}Tensor"
+    return self.to(dtype)
+
+
+def _norm(self, p="fro", dim=None, keepdim=False):
+    """The 2-norm (torch's default): sqrt of the sum of squares, over `dim` or everything."""
+    if p not in ("fro", 2, 2.0):
+        raise NotImplementedError(f"norm(p={p!r}): only the 2-norm is supported")
+    return (self * self).sum(dim, keepdim=keepdim).sqrt()
+
+
+def _new_factory(make):
+    def method(self, *size, dtype=None, device=None, requires_grad=False):
+        return make(*size, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+    return method
+
+
+_C.Tensor.type = _type
+_C.Tensor.norm = _norm
+_C.Tensor.new_zeros = _new_factory(_C.zeros)
+_C.Tensor.new_ones = _new_factory(_C.ones)
+_C.Tensor.new_empty = _new_factory(_C.empty)
+_C.Tensor.new_full = lambda self, size, fill_value, **kw: _C.full(
+    size, fill_value, dtype=kw.get("dtype") or self.dtype, device=kw.get("device") or self.device,
+    requires_grad=kw.get("requires_grad", False))
+_C.Tensor.new_tensor = lambda self, data, **kw: _C.tensor(
+    data, dtype=kw.get("dtype") or self.dtype, device=kw.get("device") or self.device,
+    requires_grad=kw.get("requires_grad", False))
