@@ -53,6 +53,13 @@ bool is_tensor(nb::handle h);
 const Tensor& unwrap_tensor(nb::handle h);  // h must satisfy is_tensor
 nb::handle tensor_type();
 
+// Whether Python references may be released here: not once the interpreter is gone, and during
+// its shutdown only on the thread that holds the GIL (the one finalizing); another thread then
+// leaks the reference rather than wait for the GIL of a dying interpreter.
+inline bool python_alive() {
+  return Py_IsInitialized() != 0 && (_Py_IsFinalizing() == 0 || PyGILState_Check() != 0);
+}
+
 // A strong reference to a Python object that C++ code may copy and destroy on any thread: it
 // takes the GIL to change the reference count (hooks and Nodes die wherever the graph does).
 class PyRef {

@@ -94,7 +94,7 @@ void tensor_dealloc(PyObject* self) {
 
 // The slot's release function: drops the reference a preserved wrapper's slot holds.
 void release_wrapper(void* wrapper) {
-  if (Py_IsInitialized() == 0) return;  // at exit, after Python: leak rather than crash
+  if (!python_alive()) return;
   nb::gil_scoped_acquire gil;
   Py_DECREF(static_cast<PyObject*>(wrapper));
 }

@@ -29,7 +29,7 @@ PyRef::~PyRef() {
 void PyRef::reset() {
   if (obj_ == nullptr) return;
   // At interpreter exit, C++ statics may outlive Python: leak rather than touch a dead runtime.
-  if (Py_IsInitialized() != 0) {
+  if (python_alive()) {
     nb::gil_scoped_acquire gil;
     Py_DECREF(obj_);
   }
