@@ -205,9 +205,12 @@ PyObject* wrap_node(const std::shared_ptr<autograd::Node>& node) {
 
 namespace {
 
+// retain_graph and allow_unused arrive as objects (None or a bool): an empty
+// std::optional<bool> has an indeterminate payload byte that memcheck reports once value_or
+// reads it.
 nb::object grad(nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
-                std::optional<bool> retain_graph, bool create_graph,
-                std::optional<bool> allow_unused, bool materialize_grads) {
+                nb::handle retain_graph, bool create_graph, nb::handle allow_unused,
+                bool materialize_grads) {
   auto as_list = [](nb::handle h, const char* name) {
     std::vector<Tensor> out;
     if (h.is_none()) return out;
@@ -229,12 +232,12 @@ nb::object grad(nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
   std::vector<Tensor> ins = as_list(inputs, "inputs");
   std::vector<Tensor> gouts = as_list(grad_outputs, "grad_outputs");
   KILN_CHECK(!ins.empty(), "grad requires non-empty inputs.");
-  bool unused = allow_unused.value_or(materialize_grads);
+  bool unused = allow_unused.is_none() ? materialize_grads : nb::cast<bool>(allow_unused);
+  bool retain = retain_graph.is_none() ? create_graph : nb::cast<bool>(retain_graph);
   std::vector<Tensor> result;
   {
     nb::gil_scoped_release release;
-    result =
-        autograd::grad(outs, ins, gouts, retain_graph.value_or(create_graph), create_graph, unused);
+    result = autograd::grad(outs, ins, gouts, retain, create_graph, unused);
   }
   nb::list l;
   for (size_t i = 0; i < result.size(); ++i) {
@@ -245,8 +248,9 @@ nb::object grad(nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
   return nb::tuple(l);
 }
 
-void backward(nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph,
+void backward(nb::handle tensors, nb::handle grad_tensors, nb::handle retain_graph,
               bool create_graph) {
+  bool retain = retain_graph.is_none() ? create_graph : nb::cast<bool>(retain_graph);
   std::vector<Tensor> outs, grads;
   if (is_tensor(tensors)) {
     outs.push_back(unwrap_tensor(tensors));
@@ -261,7 +265,7 @@ void backward(nb::handle tensors, nb::handle grad_tensors, std::optional<bool> r
       grads.push_back(t.is_none() ? Tensor() : nb::cast<Tensor>(t));
   }
   nb::gil_scoped_release release;
-  autograd::backward(outs, grads, retain_graph.value_or(create_graph), create_graph);
+  autograd::backward(outs, grads, retain, create_graph);
 }
 
 // kiln.utils.checkpoint's core: fn maps a list of tensors to a list of tensors.
@@ -353,11 +357,12 @@ void bind_autograd(nb::module_& m) {
   m.def("_is_anomaly_enabled", [] { return AnomalyMode::is_enabled(); });
   m.def(
       "manual_seed", [](uint64_t seed) { manual_seed(seed); }, nb::arg("seed"));
-  m.def("_grad", &grad, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs") = nb::none(),
-        nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
-        nb::arg("allow_unused") = nb::none(), nb::arg("materialize_grads") = false);
-  m.def("_backward", &backward, nb::arg("tensors"), nb::arg("grad_tensors") = nb::none(),
-        nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false);
+  m.def("_grad", &grad, nb::arg("outputs"), nb::arg("inputs"),
+        nb::arg("grad_outputs").none() = nb::none(), nb::arg("retain_graph").none() = nb::none(),
+        nb::arg("create_graph") = false, nb::arg("allow_unused").none() = nb::none(),
+        nb::arg("materialize_grads") = false);
+  m.def("_backward", &backward, nb::arg("tensors"), nb::arg("grad_tensors").none() = nb::none(),
+        nb::arg("retain_graph").none() = nb::none(), nb::arg("create_graph") = false);
   m.def("_checkpoint", &checkpoint_flat);
   m.def("_live_objects", [] {
     nb::dict d;

@@ -126,10 +126,10 @@ nb::tuple shape_tuple(const Shape& s) {
 }
 
 // Torch's Tensor.backward(gradient, retain_graph, create_graph, inputs).
-void tensor_backward(const Tensor& self, std::optional<Tensor> gradient,
-                     std::optional<bool> retain_graph, bool create_graph,
-                     std::optional<std::vector<Tensor>> inputs) {
-  bool keep = retain_graph.value_or(create_graph);
+void tensor_backward(const Tensor& self, std::optional<Tensor> gradient, nb::handle retain_graph,
+                     bool create_graph, std::optional<std::vector<Tensor>> inputs) {
+  // An object, not std::optional<bool> (see grad() in python_autograd.cpp).
+  bool keep = retain_graph.is_none() ? create_graph : nb::cast<bool>(retain_graph);
   std::vector<Tensor> grads;
   if (gradient) grads.push_back(*gradient);
   nb::gil_scoped_release release;
@@ -371,7 +371,7 @@ void bind_tensor(nb::module_& m) {
       .def(
           "detach", [](T t) { return t.detach(); }, site)
       .def("backward", &tensor_backward, nb::arg("gradient") = nb::none(),
-           nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
+           nb::arg("retain_graph").none() = nb::none(), nb::arg("create_graph") = false,
            nb::arg("inputs") = nb::none())
       .def("register_hook", &register_tensor_hook, nb::arg("hook"))
       .def("register_post_accumulate_grad_hook", &register_post_accumulate_grad_hook,
