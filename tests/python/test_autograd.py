@@ -182,3 +182,11 @@ def test_anomaly_mode_names_the_python_line():
         y = x.sqrt() * 0  # the gradient of sqrt at 0 times 0 is nan: this line is named
         with pytest.raises(kiln.KilnError, match=f"test_autograd.py:{line}"):
             y.sum().backward()
+
+
+def test_autograd_backward_with_inputs_and_several_roots():
+    a = kiln.ones(2, requires_grad=True)
+    b = kiln.ones(2, requires_grad=True)
+    y1, y2 = (a * b * 3).sum(), (a * 5).sum()
+    kiln.autograd.backward([y1, y2], inputs=[a])
+    assert a.grad.tolist() == [8.0, 8.0] and b.grad is None

@@ -260,3 +260,12 @@ def test_comparison_helpers_and_new_factories():
     assert a.new_full((3,), 7.0).tolist() == [7.0] * 3
     assert a.new_tensor([1, 2]).dtype == kiln.float32
     assert a.type(kiln.int64).dtype == kiln.int64 and a.type() == "kiln.float32Tensor"
+
+
+def test_norm_orders():
+    x = kiln.tensor([3.0, -4.0])
+    assert x.norm(1).item() == 7.0
+    assert x.norm(float("inf")).item() == 4.0
+    assert x.norm(3).item() == pytest.approx((27 + 64) ** (1 / 3))
+    with pytest.raises(ValueError):
+        x.norm(-1)

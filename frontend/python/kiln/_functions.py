@@ -97,10 +97,16 @@ def _type(self, dtype=None):
 
 
 def _norm(self, p="fro", dim=None, keepdim=False):
-    """The 2-norm (torch's default): sqrt of the sum of squares, over `dim` or everything."""
-    if p not in ("fro", 2, 2.0):
-        raise NotImplementedError(f"norm(p={p!r}): only the 2-norm is supported")
-    return (self * self).sum(dim, keepdim=keepdim).sqrt()
+    """The p-norm over `dim` or everything: "fro" and 2 (torch's default), inf, or any p > 0."""
+    if p in ("fro", 2, 2.0):
+        return (self * self).sum(dim, keepdim=keepdim).sqrt()
+    if p == float("inf"):
+        return self.abs().amax(dim, keepdim=keepdim)
+    if p == 1:
+        return self.abs().sum(dim, keepdim=keepdim)
+    if isinstance(p, (int, float)) and p > 0:
+        return (self.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+    raise ValueError(f"norm(): p must be 'fro', inf or a positive number, got {p!r}")
 
 
 def _new_factory(make):

@@ -105,8 +105,26 @@ RemovableHandle register_post_accumulate_grad_hook(const Tensor& t, nb::handle f
   }};
 }
 
-// ---- grad_fn objects
-// ------------------------------------------------------------------------------
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                  bool retain_graph, bool create_graph,
+                  const std::optional<std::vector<Tensor>>& inputs) {
+  nb::gil_scoped_release release;
+  if (!inputs) {
+    autograd::backward(roots, grads, retain_graph, create_graph);
+    return;
+  }
+  KILN_CHECK(!inputs->empty(), "backward: 'inputs' argument to backward() cannot be empty.");
+  std::vector<Tensor> got =
+      autograd::grad(roots, *inputs, grads, retain_graph, create_graph, /*allow_unused=*/true);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!got[i].defined()) continue;
+    Tensor& g = (*inputs)[i].mutable_grad();
+    Tensor add = create_graph ? got[i] : got[i].detach();
+    g = g.defined() ? g + add : add;
+  }
+}
+
+// ---- grad_fn objects ----------------------------------------------------------------------
 
 namespace {
 
@@ -249,7 +267,7 @@ nb::object grad(nb::handle outputs, nb::handle inputs, nb::handle grad_outputs,
 }
 
 void backward(nb::handle tensors, nb::handle grad_tensors, nb::handle retain_graph,
-              bool create_graph) {
+              bool create_graph, std::optional<std::vector<Tensor>> inputs) {
   bool retain = retain_graph.is_none() ? create_graph : nb::cast<bool>(retain_graph);
   std::vector<Tensor> outs, grads;
   if (is_tensor(tensors)) {
@@ -264,8 +282,7 @@ void backward(nb::handle tensors, nb::handle grad_tensors, nb::handle retain_gra
     for (nb::handle t : grad_tensors)
       grads.push_back(t.is_none() ? Tensor() : nb::cast<Tensor>(t));
   }
-  nb::gil_scoped_release release;
-  autograd::backward(outs, grads, retain, create_graph);
+  run_backward(outs, grads, retain, create_graph, inputs);
 }
 
 // kiln.utils.checkpoint's core: fn maps a list of tensors to a list of tensors.
@@ -362,7 +379,8 @@ void bind_autograd(nb::module_& m) {
         nb::arg("create_graph") = false, nb::arg("allow_unused").none() = nb::none(),
         nb::arg("materialize_grads") = false);
   m.def("_backward", &backward, nb::arg("tensors"), nb::arg("grad_tensors").none() = nb::none(),
-        nb::arg("retain_graph").none() = nb::none(), nb::arg("create_graph") = false);
+        nb::arg("retain_graph").none() = nb::none(), nb::arg("create_graph") = false,
+        nb::arg("inputs") = nb::none());
   m.def("_checkpoint", &checkpoint_flat);
   m.def("_live_objects", [] {
     nb::dict d;

@@ -118,6 +118,12 @@ class PythonCallSite {
 };
 void set_package_dir(std::string dir);
 
+// backward() from Python (Tensor.backward, kiln.autograd.backward): into every leaf's .grad,
+// or, with `inputs`, only into those tensors' .grad (torch's inputs=), without the GIL.
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                  bool retain_graph, bool create_graph,
+                  const std::optional<std::vector<Tensor>>& inputs);
+
 // Registration, one per file.
 void bind_types(nb::module_& m);
 void bind_tensor(nb::module_& m);

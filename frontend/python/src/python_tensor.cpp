@@ -132,20 +132,7 @@ void tensor_backward(const Tensor& self, std::optional<Tensor> gradient, nb::han
   bool keep = retain_graph.is_none() ? create_graph : nb::cast<bool>(retain_graph);
   std::vector<Tensor> grads;
   if (gradient) grads.push_back(*gradient);
-  nb::gil_scoped_release release;
-  if (!inputs) {
-    self.backward(gradient.value_or(Tensor()), keep, create_graph);
-    return;
-  }
-  KILN_CHECK(!inputs->empty(), "backward: 'inputs' argument to backward() cannot be empty.");
-  std::vector<Tensor> got =
-      autograd::grad({self}, *inputs, grads, keep, create_graph, /*allow_unused=*/true);
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!got[i].defined()) continue;
-    Tensor& g = (*inputs)[i].mutable_grad();
-    Tensor add = create_graph ? got[i] : got[i].detach();
-    g = g.defined() ? g + add : add;
-  }
+  run_backward({self}, grads, keep, create_graph, inputs);
 }
 
 }  // namespace

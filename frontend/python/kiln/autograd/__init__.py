@@ -26,13 +26,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulates the gradients of ``tensors`` into the leaves' .grad (torch's
     ``torch.autograd.backward``)."""
-    if inputs is not None:
-        if isinstance(tensors, _C.Tensor):
-            tensors = [tensors]
-        if len(tensors) != 1:
-            raise NotImplementedError("backward(): inputs= with several tensors")
-        g = grad_tensors[0] if isinstance(grad_tensors, (list, tuple)) else grad_tensors
-        tensors[0].backward(g, retain_graph=retain_graph, create_graph=create_graph,
-                            inputs=inputs)
-        return
-    _C._backward(tensors, grad_tensors, retain_graph, create_graph)
+    if isinstance(inputs, _C.Tensor):
+        inputs = [inputs]
+    _C._backward(tensors, grad_tensors, retain_graph, create_graph,
+                 None if inputs is None else list(inputs))
