@@ -11,6 +11,7 @@
 
 #include "kiln/base/error.h"
 #include "kiln/base/options.h"
+#include "kiln/base/warning.h"
 #include "kiln/frontend/compile/debug_dump.h"
 #include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
@@ -108,10 +109,12 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
   if (static_cast<int64_t>(s.plans.size()) >= s.options.cache_limit) {
     if (!s.warned_cache_full) {
       s.warned_cache_full = true;
-      std::cerr << fmt::format(
-          "kiln: warning: {}: {} input signatures compiled, the cache limit; new signatures run "
-          "eagerly (raise CompileOptions::cache_limit). This one: {}\n",
-          s.name, s.plans.size(), sig.str());
+      size_t compiled = s.plans.size();
+      lock.unlock();  // a handler may call into another language (Note [Warning handlers])
+      KILN_WARN(
+          "{}: {} input signatures compiled, the cache limit; new signatures run eagerly (raise "
+          "CompileOptions::cache_limit). This one: {}",
+          s.name, compiled, sig.str());
     }
     return nullptr;
   }
@@ -147,7 +150,9 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
     } else {
       // A whole signature losing compilation is a performance cliff: say so once, even
       // without KILN_LOGS, as the cache-limit warning does.
-      std::cerr << "kiln: warning: " << line << "\n";
+      lock.unlock();
+      KILN_WARN("{}", line);
+      lock.lock();
     }
   }
   for (const std::string& why : plan->fallback_reasons)

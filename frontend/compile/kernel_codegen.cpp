@@ -9,6 +9,7 @@
 #include "kiln/base/error.h"
 #include "kiln/base/options.h"
 #include "kiln/base/profiler.h"
+#include "kiln/base/warning.h"
 #include "kiln/codegen/cuda/cuda_backend.h"
 #include "kiln/config.h"
 #include "kiln/kernel_ir/kernel_ir.h"
@@ -27,9 +28,12 @@ void report_fallback(const kir::Kernel& k, const std::string& why) {
   std::string line = fmt::format(
       "fusion group {} failed to compile ({}); it runs in the kernel-IR interpreter", k.name, why);
   log_line("fallbacks", line);
-  std::lock_guard<std::mutex> lock(mu);
-  if (warned.insert(k.str()).second && !log_topic_enabled("fallbacks"))
-    std::cerr << "kiln: warning: " << line << "\n";
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    first = warned.insert(k.str()).second;
+  }
+  if (first && !log_topic_enabled("fallbacks")) KILN_WARN("{}", line);
 }
 
 }  // namespace

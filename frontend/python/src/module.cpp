@@ -1,6 +1,31 @@
 // The extension module kiln._C: the C++ half of the Python package (the pure-Python half is
 // frontend/python/kiln/). Each bind_* function is in the file of its name.
+#include "kiln/base/warning.h"
 #include "python_common.h"
+#include "python_hooks.h"
+
+namespace {
+
+// Note [Warning handlers] in base/warning.h: Kiln's warnings become Python UserWarnings, issued
+// at the Python line that called into Kiln, so `warnings` filters apply (and "error" raises).
+struct PyWarningHandler : kiln::WarningHandler {
+  void process(const std::string& message) override {
+#if PY_VERSION_HEX >= 0x030D0000
+    bool finalizing = Py_IsFinalizing();
+#else
+    bool finalizing = _Py_IsFinalizing();
+#endif
+    if (finalizing) {
+      WarningHandler::process(message);
+      return;
+    }
+    kiln::python::call_python([&] {
+      if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) < 0) throw nb::python_error();
+    });
+  }
+};
+
+}  // namespace
 
 NB_MODULE(_C, m) {
   using namespace kiln::python;
@@ -13,6 +38,8 @@ NB_MODULE(_C, m) {
   // kiln::Error is kiln.KilnError, a RuntimeError, with the same message.
   static nb::exception<kiln::Error> kiln_error(m, "KilnError", PyExc_RuntimeError);
   set_kiln_error_type(kiln_error);
+  static PyWarningHandler warnings;
+  kiln::set_warning_handler(&warnings);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
