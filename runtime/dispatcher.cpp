@@ -86,12 +86,18 @@ DispatchKeySet call_key_set(const OpDef& op, std::span<const Tensor> inputs, con
                    "and {} (input {})",
                    op.name, device, t->device(), i);
       }
+      // A view's history may have changed through its base since it was last looked at; the
+      // autograd kernel finds out (Note [Views in autograd]).
       const autograd::AutogradMeta* meta = t->autograd_meta();
-      requires_grad = requires_grad || (meta != nullptr && meta->requires_grad);
+      requires_grad =
+          requires_grad || (meta != nullptr && (meta->requires_grad || meta->is_view()));
     }
   }
   DispatchKeySet keys(backend_key(device));
-  if (requires_grad && GradMode::is_enabled()) keys = keys.add(DispatchKey::Autograd);
+  bool grad_on = GradMode::is_enabled();
+  // View ops also record their views when nothing requires grad (Note [Views in autograd]).
+  if ((requires_grad && grad_on) || (op.has(kView) && (grad_on || requires_grad)))
+    keys = keys.add(DispatchKey::Autograd);
   return keys;
 }
 

@@ -110,11 +110,28 @@ class Tensor {
   // Computes the gradient of this tensor w.r.t. the leaves and accumulates it into their .grad.
   // `grad` may be omitted for a one-element tensor. The graph is freed unless retain_graph or
   // create_graph is set; create_graph records the backward pass for higher-order gradients.
-  void backward(const Tensor& grad = {}, bool retain_graph = false, bool create_graph = false,
+  // libtorch's backward: retain_graph defaults to create_graph; with `inputs`, only the
+  // gradients of those tensors are computed and accumulated into their .grad (a non-leaf among
+  // them retains its grad from then on, as in torch).
+  void backward(const Tensor& grad = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false,
+                const std::optional<std::vector<Tensor>>& inputs = std::nullopt,
                 std::source_location loc = std::source_location::current()) const;
   void retain_grad() const;  // a non-leaf keeps its .grad too
   bool retains_grad() const;
   Tensor detach() const;  // same data (and version counter), no history
+  // Detaches this tensor itself: it loses its history and becomes a leaf that does not require
+  // grad. Refused for a view that autograd records (detach() it instead), as in libtorch.
+  Tensor& detach_();
+  // libtorch's `.data()`: detach() (kept for code written against it).
+  Tensor data() const { return detach(); }
+  // `x.data = y` in PyTorch: this tensor takes y's storage, sizes, strides and dtype, and keeps
+  // its own autograd state (requires_grad, .grad, hooks). Devices must match.
+  void set_data(const Tensor& new_data) const;
+  // True for the result of a view op (slice, view, transpose, ...), recorded while grad mode is
+  // on; _base() is the tensor the chain of views started from (undefined when not a view).
+  bool is_view() const;
+  Tensor _base() const;
   // Runs `hook` on this tensor's gradient before it is used; a defined result replaces it.
   // Returns a handle for remove_hook.
   unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;

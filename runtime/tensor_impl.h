@@ -43,6 +43,10 @@ class TensorImpl {
   uint32_t version() const { return storage_->version(); }
   void bump_version() { storage_->bump_version(); }
 
+  // Tensor::set_data (`x.data = y`): takes another tensor's storage and geometry in place.
+  void set_geometry(Storage storage, DType dtype, Shape sizes, Shape strides,
+                    int64_t storage_offset);
+
   // Autograd metadata is created lazily: most tensors never need it.
   autograd::AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
   autograd::AutogradMeta& ensure_autograd_meta();

@@ -1,6 +1,7 @@
 #include "kiln/runtime/api/autograd.h"
 
 #include "kiln/base/call_site.h"
+#include "kiln/base/warning.h"
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/engine.h"
@@ -18,8 +19,9 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
              "requires_grad_: only tensors of floating point dtype can require gradients, got {}",
              dtype());
   KILN_CHECK(requires_grad || is_leaf(),
-             "requires_grad_: you can only change requires_grad of leaf tensors; this one has a "
-             "grad_fn ({}). Use detach() to get a tensor without history",
+             "requires_grad_: you can only change requires_grad flags of leaf variables. If you "
+             "want to use a computed variable in a subgraph that doesn't require differentiation "
+             "use var_no_grad = var.detach(). (this one has grad_fn {})",
              grad_fn()->name());
   if (!requires_grad && checked()->autograd_meta() == nullptr) return *this;
   checked()->ensure_autograd_meta().requires_grad = requires_grad;
@@ -28,7 +30,16 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
 
 Tensor Tensor::grad() const {
   const AutogradMeta* meta = checked()->autograd_meta();
-  return meta != nullptr ? meta->grad : Tensor();
+  Tensor g = meta != nullptr ? meta->grad : Tensor();
+  if (!g.defined() && meta != nullptr && meta->grad_fn != nullptr && !meta->retains_grad) {
+    KILN_WARN(
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+        "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+        "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+        "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+        "instead.");
+  }
+  return g;
 }
 
 Tensor& Tensor::mutable_grad() const {
@@ -40,8 +51,7 @@ std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
 }
 
 bool Tensor::is_leaf() const {
-  const AutogradMeta* meta = checked()->autograd_meta();
-  return meta == nullptr || meta->grad_fn == nullptr;
+  return autograd::grad_fn(*this) == nullptr;  // a view's history may have changed
 }
 
 uint32_t Tensor::output_nr() const {
@@ -49,10 +59,11 @@ uint32_t Tensor::output_nr() const {
   return meta != nullptr ? meta->output_nr : 0;
 }
 
-void Tensor::backward(const Tensor& grad, bool retain_graph, bool create_graph,
+void Tensor::backward(const Tensor& grad, std::optional<bool> retain_graph, bool create_graph,
+                      const std::optional<std::vector<Tensor>>& inputs,
                       std::source_location loc) const {
   autograd::backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{},
-                     retain_graph, create_graph, loc);
+                     retain_graph, create_graph, inputs, loc);
 }
 
 void Tensor::retain_grad() const {
@@ -72,6 +83,58 @@ Tensor Tensor::detach() const {
   const TensorImpl* i = checked();
   return Tensor(std::make_shared<TensorImpl>(i->storage(), i->dtype(), i->sizes(), i->strides(),
                                              i->storage_offset()));
+}
+
+Tensor& Tensor::detach_() {
+  AutogradMeta* meta = checked()->autograd_meta();
+  if (meta == nullptr) return *this;
+  KILN_CHECK(!(meta->is_view() && requires_grad()),
+             "detach_: Can't detach views in-place. Use detach() instead. ({} {} is a view of a "
+             "tensor that autograd records)",
+             dtype(), shape_str(sizes()));
+  if (meta->retains_grad && meta->grad_fn) meta->grad_fn->pop_retains_grad_hook(meta->output_nr);
+  meta->grad_fn = nullptr;
+  meta->output_nr = 0;
+  meta->requires_grad = false;
+  meta->retains_grad = false;
+  meta->hooks.reset();
+  meta->view_source = Tensor();
+  meta->view_op = nullptr;
+  meta->view_attrs.reset();
+  return *this;
+}
+
+void Tensor::set_data(const Tensor& new_data) const {
+  KILN_CHECK(new_data.defined(), "set_data: new_data is an undefined tensor");
+  KILN_CHECK(new_data.device() == device(),
+             "set_data: attempted to call `variable.set_data(tensor)`, but `variable` and "
+             "`tensor` have incompatible tensor type (devices {} and {})",
+             device(), new_data.device());
+  KILN_CHECK(!requires_grad() || is_floating(new_data.dtype()),
+             "set_data: a tensor that requires grad cannot take data of dtype {}",
+             new_data.dtype());
+  AutogradMeta* meta = checked()->autograd_meta();
+  // A leaf's AccumulateGrad checks gradients against the leaf's old dtype and shape; the next
+  // graph makes a new one.
+  if (meta != nullptr && (new_data.dtype() != dtype() || new_data.sizes() != sizes()))
+    meta->grad_accumulator.reset();
+  const TensorImpl* src = new_data.impl();
+  checked()->set_geometry(src->storage(), src->dtype(), src->sizes(), src->strides(),
+                          src->storage_offset());
+}
+
+bool Tensor::is_view() const {
+  const AutogradMeta* meta = checked()->autograd_meta();
+  return meta != nullptr && meta->is_view();
+}
+
+Tensor Tensor::_base() const {
+  const AutogradMeta* meta = checked()->autograd_meta();
+  if (meta == nullptr || !meta->is_view()) return Tensor();
+  Tensor base = meta->view_source;
+  while (base.impl()->autograd_meta() != nullptr && base.impl()->autograd_meta()->is_view())
+    base = base.impl()->autograd_meta()->view_source;
+  return base;
 }
 
 unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
@@ -147,14 +210,26 @@ std::vector<Tensor> make_root_grads(const char* api, const std::vector<Tensor>& 
 }  // namespace
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
-              bool retain_graph, bool create_graph, std::source_location loc) {
+              std::optional<bool> retain_graph, bool create_graph,
+              const std::optional<std::vector<Tensor>>& inputs, std::source_location loc) {
   CallSiteScope site(loc);
   std::vector<Tensor> grads = make_root_grads("backward", outputs, grad_outputs);
   edge_list roots;
   for (const Tensor& out : outputs)
     roots.push_back(gradient_edge(out));
-  Engine::get_default_engine().execute(roots, grads, retain_graph || create_graph, create_graph,
-                                       /*accumulate_grad=*/true);
+  edge_list input_edges;
+  if (inputs) {
+    KILN_CHECK(!inputs->empty(), "backward: 'inputs' argument to backward() cannot be empty.");
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      const Tensor& t = (*inputs)[i];
+      KILN_CHECK(t.defined() && t.requires_grad(),
+                 "backward: One of the differentiated Tensors (input {}) does not require grad", i);
+      if (!t.is_leaf()) t.retain_grad();  // its grad_fn writes .grad (torch does the same)
+      input_edges.push_back(gradient_edge(t));
+    }
+  }
+  Engine::get_default_engine().execute(roots, grads, retain_graph.value_or(create_graph),
+                                       create_graph, /*accumulate_grad=*/true, input_edges);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -162,7 +237,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          bool create_graph, bool allow_unused, std::source_location loc) {
   CallSiteScope site(loc);
   std::vector<Tensor> grads = make_root_grads("grad", outputs, grad_outputs);
-  KILN_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
+  KILN_CHECK(!inputs.empty(), "grad: grad requires non-empty inputs.");
   edge_list roots;
   for (const Tensor& out : outputs)
     roots.push_back(gradient_edge(out));

@@ -2,6 +2,7 @@
 // Tensor::backward and the other per-tensor methods are declared in tensor.h.
 #pragma once
 
+#include <optional>
 #include <source_location>
 #include <vector>
 
@@ -23,8 +24,11 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          std::source_location loc = std::source_location::current());
 
 // Runs backward from several outputs at once (their gradients are summed into the leaves).
+// retain_graph defaults to create_graph. With `inputs`, only their gradients are computed and
+// accumulated into their .grad (libtorch's torch::autograd::backward).
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs = {},
-              bool retain_graph = false, bool create_graph = false,
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+              const std::optional<std::vector<Tensor>>& inputs = std::nullopt,
               std::source_location loc = std::source_location::current());
 
 }  // namespace kiln::autograd

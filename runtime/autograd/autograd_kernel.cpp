@@ -1,8 +1,11 @@
 // The Autograd dispatch key's kernel, shared by every op of the table: it runs the op below
 // the Autograd key, then records an OpBackward Node whose next edges are the inputs' gradient
 // edges, saves what the op's derivative reads, and gives the outputs their history.
+#include <optional>
+
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
+#include "kiln/runtime/autograd/copy_slices.h"
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/autograd/op_backward.h"
 #include "kiln/runtime/dispatcher.h"
@@ -36,21 +39,47 @@ std::shared_ptr<OpBackward> make_node(const OpDef& op, std::span<const Tensor> i
 
 void check_in_place(const OpDef& op, const Tensor& self) {
   const AutogradMeta* meta = self.impl()->autograd_meta();
-  bool has_history = meta != nullptr && meta->grad_fn != nullptr;
+  bool has_history = grad_fn(self) != nullptr;
   KILN_CHECK(!(meta != nullptr && meta->requires_grad && !has_history),
-             "{}: a leaf tensor that requires grad ({} {}) is being used in an in-place "
-             "operation; modify it inside NoGradGuard, or work on a clone()",
+             "{}: a leaf Variable that requires grad is being used in an in-place operation. "
+             "({} {}; modify it under NoGradGuard, or work on a clone())",
              op.name, self.dtype(), shape_str(self.sizes()));
-  KILN_CHECK(meta == nullptr || !meta->is_view(),
-             "{}: in-place operation on a view ({} {}) of a tensor that autograd records is not "
-             "supported; clone() the view or use the out-of-place op",
+  if (meta == nullptr || !meta->is_view()) return;
+  KILN_CHECK(!meta->view_made_in_no_grad,
+             "{}: A view was created in no_grad mode and is being modified inplace with grad mode "
+             "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+             "You can clarify your code by moving both the view and the inplace either both "
+             "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+             "outside (if you want the inplace to be tracked). ({} {})",
              op.name, self.dtype(), shape_str(self.sizes()));
-  // A tensor without history that shares its storage (a view, or the base of views) would take
-  // the in-place op's history alone, and its aliases would silently miss the gradient.
-  KILN_CHECK(has_history || self.impl()->storage().use_count() == 1,
-             "{}: in-place operation that autograd must record on a tensor ({} {}) that shares "
-             "its storage with other tensors (a view or the base of views); clone() it first",
-             op.name, self.dtype(), shape_str(self.sizes()));
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    KILN_CHECK(self.stride(d) != 0 || self.size(d) <= 1,
+               "{}: unsupported operation: more than one element of the written-to tensor refers "
+               "to a single memory location. Please clone() the tensor before performing the "
+               "operation. ({} {} with strides {})",
+               op.name, self.dtype(), shape_str(self.sizes()), shape_str(self.strides()));
+  }
+  Tensor base = self._base();
+  KILN_CHECK(!(requires_grad(base) && base.is_leaf()),
+             "{}: a view of a leaf Variable that requires grad is being used in an in-place "
+             "operation. (the view: {} {}; the leaf: {} {})",
+             op.name, self.dtype(), shape_str(self.sizes()), base.dtype(), shape_str(base.sizes()));
+}
+
+// Records `outputs[0]` as a view of inputs[0] (Note [Views in autograd]): in grad mode always,
+// in no-grad mode only for a source that requires grad (to refuse an in-place op on it later).
+void record_view(const OpDef& op, std::span<const Tensor> inputs, const void* attrs,
+                 const std::vector<Tensor>& outputs) {
+  if (outputs.empty()) return;
+  bool no_grad = !GradMode::is_enabled();
+  if (no_grad && !requires_grad(inputs[0])) return;
+  AutogradMeta& meta = outputs[0].impl()->ensure_autograd_meta();
+  meta.view_source = inputs[0];
+  meta.view_op = &op;
+  meta.view_attrs =
+      std::shared_ptr<void>(op.attrs->clone(attrs), [&op](void* p) { op.attrs->destroy(p); });
+  meta.view_version = outputs[0].version();
+  meta.view_made_in_no_grad = no_grad;
 }
 
 // A copy of `t`'s value before an in-place op overwrites it. This runs below the Tracer key, so
@@ -66,11 +95,15 @@ std::vector<Tensor> in_place_kernel(const OpDef& op, std::span<const Tensor> inp
                                     const void* attrs) {
   const Tensor& self = inputs[0];
   check_in_place(op, self);
+  // Note [In-place ops on views]: the op changes the view's base, whose history it rewrites.
+  std::optional<ViewChain> chain;
+  if (self.is_view()) chain = view_chain(self);
   // self's value before the op, when the formula reads it. The clone is recorded, so that a
   // create_graph backward can differentiate through the saved value too.
   Tensor self_before;
   if (saves(op.save_inputs, 0)) self_before = saved_copy(self);
   std::shared_ptr<OpBackward> node = make_node(op, inputs, attrs);
+  if (chain) node->set_next_edge(0, gradient_edge(chain->base));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!saves(op.save_inputs, i)) continue;
     // An operand that aliases self (x.mul_(x)) is saved as self's value before the op.
@@ -88,8 +121,22 @@ std::vector<Tensor> in_place_kernel(const OpDef& op, std::span<const Tensor> inp
   }
   std::vector<Tensor> outputs = redispatch(op, inputs, attrs);
   node->add_input_metadata(self);
-  rebase_history(self, node);
-  if (saves(op.save_outputs, 0)) node->save_output(0, self);
+  if (!chain) {
+    rebase_history(self, node);
+    if (saves(op.save_outputs, 0)) node->save_output(0, self);
+    return outputs;
+  }
+  Tensor base = chain->base;
+  rebase_history(base, make_node<CopySlices>(base, std::move(*chain), node));
+  if (saves(op.save_outputs, 0)) {
+    // The view's own history comes from the base; the formula reads its value as node's output
+    // (Note [Saved outputs and cycles]).
+    Tensor as_output = self.detach();
+    AutogradMeta& meta = as_output.impl()->ensure_autograd_meta();
+    meta.grad_fn = node;
+    meta.requires_grad = true;
+    node->save_output(0, as_output);
+  }
   return outputs;
 }
 
@@ -100,7 +147,11 @@ std::vector<Tensor> autograd_kernel(const OpDef& op, std::span<const Tensor> inp
     for (const Tensor& t : inputs)
       any_requires_grad = any_requires_grad || (t.defined() && requires_grad(t));
   }
-  if (!any_requires_grad) return redispatch(op, inputs, attrs);
+  if (!any_requires_grad) {
+    std::vector<Tensor> outputs = redispatch(op, inputs, attrs);
+    if (op.has(kView)) record_view(op, inputs, attrs, outputs);
+    return outputs;
+  }
   KILN_CHECK(op.derivative != nullptr,
              "{}: the op has no derivative formula, but an input requires grad", op.name);
   if (op.has(kInPlace)) return in_place_kernel(op, inputs, attrs);
@@ -120,15 +171,7 @@ std::vector<Tensor> autograd_kernel(const OpDef& op, std::span<const Tensor> inp
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (saves(op.save_outputs, i)) node->save_output(i, outputs[i]);
   }
-  if (op.has(kView) && !outputs.empty() && is_floating(outputs[0].dtype())) {
-    // Note [Views in autograd]
-    AutogradMeta& meta = outputs[0].impl()->ensure_autograd_meta();
-    meta.view_source = inputs[0];
-    meta.view_op = &op;
-    meta.view_attrs =
-        std::shared_ptr<void>(op.attrs->clone(attrs), [&op](void* p) { op.attrs->destroy(p); });
-    meta.view_version = outputs[0].version();
-  }
+  if (op.has(kView)) record_view(op, inputs, attrs, outputs);
   return outputs;
 }
 

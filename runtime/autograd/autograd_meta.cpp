@@ -33,23 +33,41 @@ void refresh_view_history(AutogradMeta& meta, uint32_t version) {
   if (fresh != nullptr && fresh->grad_fn) {
     meta.grad_fn = fresh->grad_fn;
     meta.output_nr = fresh->output_nr;
+    meta.requires_grad = true;
   } else {
     meta.grad_fn = nullptr;
+    meta.requires_grad = false;
   }
   meta.view_version = version;
 }
 
 }  // namespace
 
+AutogradMeta::~AutogradMeta() {
+  Tensor source = std::move(view_source);
+  // Unlink the chain from the near end while this handle is the last owner of each link.
+  while (source.defined() && source.impl_ptr().use_count() == 1) {
+    AutogradMeta* next = source.impl()->autograd_meta();
+    if (next == nullptr || !next->view_source.defined()) break;
+    Tensor further = std::move(next->view_source);
+    source = std::move(further);
+  }
+}
+
 bool requires_grad(const Tensor& t) {
   const AutogradMeta* meta = t.impl()->autograd_meta();
-  return meta != nullptr && (meta->requires_grad || meta->grad_fn != nullptr);
+  if (meta == nullptr) return false;
+  if (meta->requires_grad) return true;
+  // A view's history may have changed through its base (Note [Views in autograd]).
+  return meta->is_view() ? grad_fn(t) != nullptr : meta->grad_fn != nullptr;
 }
 
 std::shared_ptr<Node> grad_fn(const Tensor& t) {
   AutogradMeta* meta = t.impl()->autograd_meta();
   if (meta == nullptr) return nullptr;
-  if (meta->is_view() && meta->grad_fn != nullptr) {
+  // A view the user made a leaf (requires_grad_ on a view without history) keeps no history.
+  bool user_leaf = meta->requires_grad && meta->grad_fn == nullptr;
+  if (meta->is_view() && !meta->view_made_in_no_grad && !user_leaf) {
     uint32_t version = t.impl()->version();
     if (version != meta->view_version) refresh_view_history(*meta, version);
   }

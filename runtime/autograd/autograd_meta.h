@@ -33,15 +33,27 @@ struct AutogradMeta {
   std::unique_ptr<PostAccumulateGradHook> post_acc_grad_hook;
 
   // Note [Views in autograd]
-  // A view created while autograd records keeps its source tensor and the view op, and the
-  // storage version at which grad_fn was last set. When the storage was modified in place since
-  // (through the base or another view), grad_fn is rebuilt by replaying the view op on the
-  // source, so the view's gradient follows the source's current history.
+  // A view made while grad mode is on (of any tensor), or in no-grad mode of a tensor that
+  // requires grad, keeps its source tensor and the view op, and the storage version at which
+  // grad_fn was last set. When the storage was modified in place since (through the base or
+  // another view), grad_fn is rebuilt by replaying the view op on the source, so the view's
+  // gradient follows the source's current history. An in-place op on a view rewrites the base's
+  // history (Note [In-place ops on views] in copy_slices.h). A view made in no-grad mode keeps
+  // no history and may not be modified in place while grad mode is on (torch's rule: which of
+  // the two the user meant is ambiguous).
   Tensor view_source;
   const OpDef* view_op = nullptr;
   std::shared_ptr<void> view_attrs;  // owned copy, freed through view_op->attrs
   uint32_t view_version = 0;
+  bool view_made_in_no_grad = false;
   bool is_view() const { return view_op != nullptr; }
+
+  AutogradMeta() = default;
+  // Releases a chain of views (each holding its source) iteratively, so that a long chain cannot
+  // overflow the stack.
+  ~AutogradMeta();
+  AutogradMeta(const AutogradMeta&) = delete;
+  AutogradMeta& operator=(const AutogradMeta&) = delete;
 };
 
 // ---- the helpers every autograd layer uses (autograd_meta.cpp) ----

@@ -11,6 +11,7 @@
 #include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/base/error.h"
 #include "kiln/base/profiler.h"
+#include "kiln/base/warning.h"
 #include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/basic_nodes.h"
@@ -91,11 +92,17 @@ void compute_dependencies(GraphTask& task, Node* root) {
   }
 }
 
-void init_to_execute(GraphTask& task, Node* root, const edge_list& outputs) {
+// `outputs` are captured (grad), or, for backward(inputs=...), run themselves: a leaf's
+// AccumulateGrad writes its .grad, a non-leaf's grad_fn runs its retain_grad hook.
+void init_to_execute(GraphTask& task, Node* root, const edge_list& outputs, bool accumulate_grad) {
   uint64_t min_topo = UINT64_MAX;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Node* fn = outputs[i].function.get();
-    task.exec_info[fn].captures.emplace_back(outputs[i].input_nr, i);
+    if (accumulate_grad) {
+      task.exec_info[fn].needed = true;
+    } else {
+      task.exec_info[fn].captures.emplace_back(outputs[i].input_nr, i);
+    }
     min_topo = std::min(min_topo, fn->topological_nr());
   }
   // Iterative post-order DFS: a Node is needed when one of its next Nodes should execute.
@@ -409,9 +416,18 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
   GraphTask task;
   task.keep_graph = keep_graph;
   task.create_graph = create_graph;
-  task.captured.resize(outputs.size());
+  if (accumulate_grad && create_graph) {
+    KILN_WARN_ONCE(
+        "Using backward() with create_graph=True will create a reference cycle between the "
+        "parameter and its gradient which can cause a memory leak. We recommend using "
+        "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+        "make sure to reset the .grad fields of your parameters to None after use to break the "
+        "cycle and avoid the leak.");
+  }
+  if (!accumulate_grad) task.captured.resize(outputs.size());
   compute_dependencies(task, root.get());
-  if (!outputs.empty() || !accumulate_grad) init_to_execute(task, root.get(), outputs);
+  if (!outputs.empty() || !accumulate_grad)
+    init_to_execute(task, root.get(), outputs, accumulate_grad);
 
   // Note [Device threads]: a backward from CUDA gradients runs on its device's worker thread,
   // with the caller's thread-local state.

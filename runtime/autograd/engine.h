@@ -13,9 +13,10 @@ class Engine {
   static Engine& get_default_engine();
 
   // Runs backward from `roots` (one per gradient in `grads`). With `outputs` empty, every
-  // reachable Node runs and leaves accumulate into .grad; otherwise only what the `outputs`
-  // edges need runs, and their gradients are returned instead (autograd::grad). `accumulate_grad`
-  // is false for grad(): AccumulateGrad Nodes do not run.
+  // reachable Node runs and leaves accumulate into .grad. Otherwise only what the `outputs`
+  // edges need runs: with `accumulate_grad` (backward(inputs=...)) the outputs' Nodes run and
+  // write .grad; without it (grad()) their gradients are returned instead and AccumulateGrad
+  // Nodes do not run.
   std::vector<Tensor> execute(const edge_list& roots, const std::vector<Tensor>& grads,
                               bool keep_graph, bool create_graph, bool accumulate_grad,
                               const edge_list& outputs = {});

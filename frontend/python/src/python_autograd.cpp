@@ -109,19 +109,7 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& g
                   bool retain_graph, bool create_graph,
                   const std::optional<std::vector<Tensor>>& inputs) {
   nb::gil_scoped_release release;
-  if (!inputs) {
-    autograd::backward(roots, grads, retain_graph, create_graph);
-    return;
-  }
-  KILN_CHECK(!inputs->empty(), "backward: 'inputs' argument to backward() cannot be empty.");
-  std::vector<Tensor> got =
-      autograd::grad(roots, *inputs, grads, retain_graph, create_graph, /*allow_unused=*/true);
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!got[i].defined()) continue;
-    Tensor& g = (*inputs)[i].mutable_grad();
-    Tensor add = create_graph ? got[i] : got[i].detach();
-    g = g.defined() ? g + add : add;
-  }
+  autograd::backward(roots, grads, retain_graph, create_graph, inputs);
 }
 
 // ---- grad_fn objects ----------------------------------------------------------------------

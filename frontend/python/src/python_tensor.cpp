@@ -350,6 +350,21 @@ void bind_tensor(nb::module_& m) {
           "grad", [](T t) { return t.grad(); },
           [](T t, std::optional<Tensor> g) { t.mutable_grad() = g.value_or(Tensor()); },
           nb::arg("grad").none())
+      .def_prop_rw(
+          "data", [](T t) { return t.detach(); }, [](T t, const Tensor& data) { t.set_data(data); })
+      .def("detach_",
+           [](nb::handle self) {
+             Tensor t = unwrap_tensor(self);
+             t.detach_();
+             return nb::borrow(self);
+           })
+      .def("_is_view", [](T t) { return t.is_view(); })
+      .def_prop_ro("_base",
+                   [](T t) -> std::optional<Tensor> {
+                     Tensor base = t._base();
+                     if (!base.defined()) return std::nullopt;
+                     return base;
+                   })
       .def_prop_ro("grad_fn", [](T t) { return t.grad_fn(); })
       .def_prop_ro("is_leaf", [](T t) { return t.is_leaf(); })
       .def_prop_ro("output_nr", [](T t) { return t.output_nr(); })
