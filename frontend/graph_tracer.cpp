@@ -73,6 +73,9 @@ ir::Value* GraphTracer::value_of(const Tensor& t) {
   KILN_CHECK(t.defined(), "trace: an undefined tensor at {} has no value in the graph",
              where(short_call_site()));
   if (const Entry* e = live_entry(t)) {
+    if (e->version != t.version()) {
+      if (ir::Value* v = replay_view(t)) return v;  // Note [Writes through views]
+    }
     // Note [Tensor to Value map]: the version moved, but not through an op the tracer recorded
     // on this tensor.
     KILN_CHECK(e->version == t.version(),
@@ -210,13 +213,18 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   for (const Tensor& t : inputs)
     values.push_back(value_of(t));
   std::vector<Tensor> outputs;
-  if (op.has(kInPlace)) snapshot_lifted_on(inputs[0]);  // Note [Lifted tensors]
+  std::optional<ViewWrite> view_write;
+  if (op.has(kInPlace)) {
+    snapshot_lifted_on(inputs[0]);  // Note [Lifted tensors]
+    view_write = begin_view_write(inputs[0]);
+  }
   {
     ExcludeDispatchKeysGuard below(DispatchKey::Tracer);
     outputs = call_op(op, inputs, attrs);
   }
   if (op.has(kInPlace)) {
     set_value(inputs[0], functionalize(op, inputs, attrs, values, site));
+    if (view_write) finish_view_write(*view_write, inputs[0]);
     return outputs;
   }
   std::vector<ir::TensorType> types;

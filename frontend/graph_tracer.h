@@ -4,11 +4,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "kiln/ir/graph.h"
+#include "kiln/runtime/autograd/copy_slices.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
@@ -94,6 +96,17 @@ class GraphTracer final : public TracingState {
   void set_value(const Tensor& t, ir::Value* v);
   const Entry* live_entry(const Tensor& t) const;
   void prune_expired();
+
+  // Note [Writes through views] (view_writes.cpp): an in-place op on a recorded view gives the
+  // view's base a new Value too, and a view read after its storage changed is replayed from
+  // its base's current Value.
+  struct ViewWrite {
+    autograd::ViewChain chain;
+    ir::Value* base_before = nullptr;
+  };
+  std::optional<ViewWrite> begin_view_write(const Tensor& self);
+  void finish_view_write(const ViewWrite& write, const Tensor& self);
+  ir::Value* replay_view(const Tensor& t);
 
   // In-place ops (functionalize.cpp): the Value of self after `op`, built from out-of-place ops.
   ir::Value* functionalize(const OpDef& op, std::span<const Tensor> inputs, const void* attrs,

@@ -10,11 +10,9 @@
 #include "kiln/runtime/op_def.h"
 
 namespace kiln::autograd {
-namespace {
 
-// The adjoint of the chain (Note [In-place ops on views]): a view-shaped `x` placed into zeros
-// of the base's shape, through each view op's derivative formula, outermost first.
-Tensor embed(const std::vector<ViewStep>& steps, Tensor x) {
+// Outermost view op first (Note [In-place ops on views]).
+Tensor view_chain_adjoint(const std::vector<ViewStep>& steps, Tensor x) {
   for (size_t k = steps.size(); k-- > 0;) {
     const ViewStep& s = steps[k];
     Tensor no_saved[1];
@@ -26,7 +24,12 @@ Tensor embed(const std::vector<ViewStep>& steps, Tensor x) {
   return x;
 }
 
-}  // namespace
+Tensor merge_into_base(const std::vector<ViewStep>& steps, const Tensor& view_value,
+                       const Tensor& base_value) {
+  Tensor inside = ones(view_value.sizes(), base_value.options());
+  Tensor mask = ne(view_chain_adjoint(steps, inside), 0.0);
+  return where(mask, view_chain_adjoint(steps, view_value.to(base_value.dtype())), base_value);
+}
 
 ViewChain view_chain(const Tensor& view) {
   ViewChain chain;
@@ -64,11 +67,8 @@ variable_list CopySlices::apply(variable_list&& grads) {
   variable_list res = (*fn_)(variable_list{grad_view});
   variable_list out(num_outputs());
   if (task_should_compute_output(0)) {
-    Tensor inside = ones(grad_view.sizes(), g.options());
-    Tensor mask = ne(embed(chain_.steps, inside), 0.0);
     const Tensor& r0 = res.at(0);
-    Tensor replaced = r0.defined() ? embed(chain_.steps, r0.to(g.dtype())) : zeros_like(g);
-    out[0] = where(mask, replaced, g);
+    out[0] = merge_into_base(chain_.steps, r0.defined() ? r0 : zeros_like(grad_view), g);
   }
   for (size_t i = 1; i < out.size() && i < res.size(); ++i)
     out[i] = std::move(res[i]);

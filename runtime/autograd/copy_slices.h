@@ -48,6 +48,13 @@ ViewChain view_chain(const Tensor& view);
 
 // The chain's view ops applied to `x` (a tensor of the base's shape).
 Tensor apply_view_chain(const ViewChain& chain, const Tensor& x);
+// The adjoint of the chain: `x` (of the view's shape) placed into zeros of the base's shape,
+// through each view op's derivative formula.
+Tensor view_chain_adjoint(const std::vector<ViewStep>& steps, Tensor x);
+// The base's value after its view (of `chain`) took `view_value`: view_value at the view's
+// elements, `base_value` elsewhere. Dispatcher ops only, so traces record it.
+Tensor merge_into_base(const std::vector<ViewStep>& steps, const Tensor& view_value,
+                       const Tensor& base_value);
 
 class CopySlices : public Node {
  public:

@@ -114,3 +114,25 @@ def test_matches_torch_on_a_chain_of_views():
     got, want = run(kiln, x0, w0), run(torch, x0, w0)
     for g, e in zip(got, want):
         assert kiln.allclose(kiln.tensor(g), kiln.tensor(e), rtol=1e-6, atol=1e-6)
+
+
+def test_compiled_writes_through_views_match_eager():
+    def step(x, w):
+        b = x * 2
+        b[:, :2] *= w
+        cache = kiln.zeros(3, 4)
+        cache[1] = b[0]
+        return (b.exp() * x).sum() + (cache * cache).sum()
+
+    compiled = kiln.compile(step)
+    x0, w0 = kiln.randn(3, 4), kiln.randn(3, 2)
+    x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+    step(x, w).backward()
+    for _ in range(2):
+        xc, wc = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+        loss = compiled(xc, wc)
+        loss.backward()
+        assert kiln.allclose(loss, step(x0, w0), rtol=1e-5, atol=1e-5)
+        assert kiln.allclose(xc.grad, x.grad, rtol=1e-5, atol=1e-5)
+        assert kiln.allclose(wc.grad, w.grad, rtol=1e-5, atol=1e-5)
+    assert compiled.stats()["eager_calls"] == 0 and compiled.stats()["compiles"] == 1
