@@ -105,3 +105,66 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     if weight is not None:
         raise NotImplementedError("mse_loss(): weight is not supported")
     return _nn.mse_loss(input, target, _reduction("mse_loss", reduction, size_average, reduce))
+
+
+# ---- normalization and pooling (runtime/api/norm_ops.h, pooling_ops.h) ----
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return [v]
+    v = list(v)
+    if len(v) not in (1, 2):
+        raise ValueError(f"{name} must be an int or a pair of ints, got {v}")
+    return v
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    if momentum is None:
+        raise NotImplementedError("batch_norm: momentum=None (a cumulative moving average) is "
+                                  "not supported; pass a number")
+    return _nn.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return _nn.group_norm(input, num_groups, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _nn.rms_norm(input, list(normalized_shape), weight, eps)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    stride = [] if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _pair(stride, "stride")
+    return _nn.avg_pool2d(input, _pair(kernel_size, "kernel_size"), stride,
+                          _pair(padding, "padding"), ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    size = [output_size, output_size] if isinstance(output_size, int) else list(output_size)
+    if len(size) != 2:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be an int or a pair, got {size}")
+    # None keeps the input's size along that dim, as torch.
+    size = [input.shape[-2 + i] if s is None else s for i, s in enumerate(size)]
+    return _nn.adaptive_avg_pool2d(input, size)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    stride = [] if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _pair(stride, "stride")
+    values, indices = _nn.max_pool2d_with_indices(
+        input, _pair(kernel_size, "kernel_size"), stride, _pair(padding, "padding"),
+        _pair(dilation, "dilation"), ceil_mode)
+    return (values, indices) if return_indices else values
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)

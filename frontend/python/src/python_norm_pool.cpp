@@ -1,0 +1,75 @@
+// kiln._C._nn's normalization and pooling composites (runtime/api/norm_ops.h, pooling_ops.h),
+// called by kiln.nn.functional under torch's names and defaults.
+#include <nanobind/stl/pair.h>
+
+#include "kiln/runtime/api/ops.h"
+#include "python_common.h"
+
+namespace kiln::python {
+namespace {
+
+struct SiteThenRelease {
+  PythonCallSite site;
+  nb::gil_scoped_release release;
+};
+
+Tensor or_undefined(const std::optional<Tensor>& t) {
+  return t.value_or(Tensor());
+}
+
+}  // namespace
+
+void bind_norm_pool(nb::module_& m) {
+  nb::module_ nn = nb::borrow<nb::module_>(m.attr("_nn"));
+  auto nogil = nb::call_guard<SiteThenRelease>();
+  nn.def(
+      "batch_norm",
+      [](const Tensor& x, std::optional<Tensor> rm, std::optional<Tensor> rv,
+         std::optional<Tensor> w, std::optional<Tensor> b, bool training, double momentum,
+         double eps) {
+        return batch_norm(x, or_undefined(rm), or_undefined(rv), or_undefined(w), or_undefined(b),
+                          training, momentum, eps);
+      },
+      nogil, nb::arg("input"), nb::arg("running_mean").none(), nb::arg("running_var").none(),
+      nb::arg("weight").none(), nb::arg("bias").none(), nb::arg("training"), nb::arg("momentum"),
+      nb::arg("eps"));
+  nn.def(
+      "group_norm",
+      [](const Tensor& x, int64_t groups, std::optional<Tensor> w, std::optional<Tensor> b,
+         double eps) { return group_norm(x, groups, or_undefined(w), or_undefined(b), eps); },
+      nogil, nb::arg("input"), nb::arg("num_groups"), nb::arg("weight").none(),
+      nb::arg("bias").none(), nb::arg("eps"));
+  nn.def(
+      "rms_norm",
+      [](const Tensor& x, Shape shape, std::optional<Tensor> w, std::optional<double> eps) {
+        return rms_norm(x, std::move(shape), or_undefined(w), eps);
+      },
+      nogil, nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight").none(),
+      nb::arg("eps").none());
+  nn.def(
+      "avg_pool2d",
+      [](const Tensor& x, Shape kernel, Shape stride, Shape padding, bool ceil_mode,
+         bool count_include_pad, std::optional<int64_t> divisor) {
+        return avg_pool2d(x, std::move(kernel), std::move(stride), std::move(padding), ceil_mode,
+                          count_include_pad, divisor);
+      },
+      nogil, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride"), nb::arg("padding"),
+      nb::arg("ceil_mode"), nb::arg("count_include_pad"), nb::arg("divisor_override").none());
+  nn.def(
+      "adaptive_avg_pool2d",
+      [](const Tensor& x, Shape out) { return adaptive_avg_pool2d(x, std::move(out)); }, nogil,
+      nb::arg("input"), nb::arg("output_size"));
+  nn.def(
+      "max_pool2d_with_indices",
+      [](const Tensor& x, Shape kernel, Shape stride, Shape padding, Shape dilation,
+         bool ceil_mode) {
+        auto [values, indices] =
+            max_pool2d_with_indices(x, std::move(kernel), std::move(stride), std::move(padding),
+                                    std::move(dilation), ceil_mode);
+        return std::make_pair(values, indices);
+      },
+      nogil, nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride"), nb::arg("padding"),
+      nb::arg("dilation"), nb::arg("ceil_mode"));
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,118 @@
+"""Normalization and pooling in kiln.nn.functional against PyTorch (forward, gradients, batch
+norm's running statistics, eagerly and compiled). Skipped where torch is not importable; the
+C++ OpInfo suite checks the same functions against loop references everywhere."""
+
+import pytest
+
+import kiln
+import kiln.nn.functional as KF
+
+try:
+    import torch
+    TF = torch.nn.functional
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not importable")
+
+
+def test_closed_form_values_without_torch():
+    x = kiln.arange(16, dtype=kiln.float32).view(1, 1, 4, 4)
+    values, indices = KF.max_pool2d(x, 2, return_indices=True)
+    assert values.tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
+    assert indices.tolist() == [[[[5, 7], [13, 15]]]]
+    assert KF.avg_pool2d(x, 2).tolist() == [[[[2.5, 4.5], [10.5, 12.5]]]]
+    assert KF.adaptive_avg_pool2d(x, 1).tolist() == [[[[7.5]]]]
+    rm, rv = kiln.zeros(1), kiln.ones(1)
+    y = KF.batch_norm(kiln.tensor([[1.0], [3.0]]), rm, rv, training=True, momentum=0.5)
+    assert y.view(2).tolist() == pytest.approx([-1.0, 1.0], abs=1e-4)
+    assert rm.tolist() == [1.0] and rv.tolist() == [1.5]  # unbiased variance 2
+    assert KF.rms_norm(kiln.tensor([3.0, 4.0]), 2, eps=0.0).tolist() == pytest.approx(
+        [3 / 12.5 ** 0.5, 4 / 12.5 ** 0.5])
+
+
+def _both(shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randn(*shape, generator=g, dtype=torch.float64)
+    return kiln.tensor(t.tolist(), dtype=kiln.float64), t
+
+
+def _close(k, t, tol=1e-9):
+    assert list(k.shape) == list(t.shape)
+    assert kiln.allclose(k.detach(), kiln.tensor(t.detach().tolist(), dtype=k.dtype),
+                         rtol=tol, atol=tol)
+
+
+CASES = [
+    ("max_pool2d", dict(kernel_size=3, stride=2, padding=1), (2, 3, 9, 7)),
+    ("max_pool2d", dict(kernel_size=(2, 3), stride=1, dilation=2, ceil_mode=True), (1, 2, 8, 9)),
+    ("max_pool2d", dict(kernel_size=2, ceil_mode=True), (3, 7, 7)),
+    ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1), (2, 3, 9, 7)),
+    ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                        count_include_pad=False), (2, 3, 8, 8)),
+    ("avg_pool2d", dict(kernel_size=2, divisor_override=3), (1, 1, 4, 6)),
+    ("adaptive_avg_pool2d", dict(output_size=(3, 2)), (2, 3, 7, 5)),
+    ("adaptive_avg_pool2d", dict(output_size=(None, 4)), (2, 3, 7, 9)),
+    ("group_norm", dict(num_groups=2, eps=1e-3), (3, 4, 5)),
+    ("rms_norm", dict(normalized_shape=(5,)), (3, 4, 5)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kwargs,shape", CASES)
+def test_forward_and_backward_match_torch(name, kwargs, shape):
+    xk, xt = _both(shape, 1)
+    xk.requires_grad_()
+    xt.requires_grad_()
+    yk, yt = getattr(KF, name)(xk, **kwargs), getattr(TF, name)(xt, **kwargs)
+    _close(yk, yt)
+    gk, gt = _both(yt.shape, 2)
+    yk.backward(gk)
+    yt.backward(gt)
+    _close(xk.grad, xt.grad)
+
+
+@needs_torch
+def test_max_pool_indices_match_torch():
+    xk, xt = _both((2, 3, 9, 7), 3)
+    vk, ik = KF.max_pool2d(xk, 3, 2, 1, return_indices=True)
+    vt, it = TF.max_pool2d(xt, 3, 2, 1, return_indices=True)
+    _close(vk, vt)
+    assert ik.tolist() == it.tolist()
+
+
+@needs_torch
+@pytest.mark.parametrize("compiled", [False, True])
+def test_batch_norm_training_and_running_statistics_match_torch(compiled):
+    wk, wt = _both((4,), 4)
+    bk, bt = _both((4,), 5)
+    for p in (wk, wt, bk, bt):
+        p.requires_grad_()
+    rmk, rvk = kiln.zeros(4, dtype=kiln.float64), kiln.ones(4, dtype=kiln.float64)
+    rmt, rvt = torch.zeros(4, dtype=torch.float64), torch.ones(4, dtype=torch.float64)
+
+    def step(x, rm, rv, w, b):
+        return (KF.batch_norm(x, rm, rv, w, b, training=True, momentum=0.2) ** 2).sum()
+
+    f = kiln.compile(step) if compiled else step
+    for i in range(4):
+        xk, xt = _both((6, 4, 3), 10 + i)
+        lk = f(xk, rmk, rvk, wk, bk)
+        lt = (TF.batch_norm(xt, rmt, rvt, wt, bt, training=True, momentum=0.2) ** 2).sum()
+        lk.backward()
+        lt.backward()
+        _close(lk, lt)
+        _close(rmk, rmt)
+        _close(rvk, rvt)
+    _close(wk.grad, wt.grad)
+    _close(bk.grad, bt.grad)
+    xk, xt = _both((2, 4, 3), 20)
+    _close(KF.batch_norm(xk, rmk, rvk, wk, bk), TF.batch_norm(xt, rmt, rvt, wt, bt))
+
+
+def test_errors_use_torch_wording():
+    with pytest.raises(kiln.KilnError, match="pad should be at most half"):
+        KF.max_pool2d(kiln.ones(1, 1, 4, 4), 2, padding=2)
+    with pytest.raises(kiln.KilnError, match="Expected more than 1 value per channel"):
+        KF.batch_norm(kiln.ones(1, 3), None, None, training=True)
+    with pytest.raises(kiln.KilnError, match="divisible by num_groups"):
+        KF.group_norm(kiln.ones(2, 6, 3), 4)
