@@ -228,6 +228,29 @@ class Tensor {
                 std::source_location loc = std::source_location::current()) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
                 std::source_location loc = std::source_location::current()) const;
+  // sqrt(var); any/all reduce to bool (nonzero is true) over `dims`, every dim when empty.
+  Tensor std(Shape dims = {}, double correction = 1, bool keepdim = false,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor any(Shape dims = {}, bool keepdim = false,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor all(Shape dims = {}, bool keepdim = false,
+             std::source_location loc = std::source_location::current()) const;
+  Tensor tril(int64_t diagonal = 0,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor triu(int64_t diagonal = 0,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor flip(Shape dims, std::source_location loc = std::source_location::current()) const;
+  Tensor roll(Shape shifts, Shape dims = {},
+              std::source_location loc = std::source_location::current()) const;
+  Tensor repeat(Shape sizes, std::source_location loc = std::source_location::current()) const;
+  Tensor outer(const Tensor& other,
+               std::source_location loc = std::source_location::current()) const;
+  Tensor addmm(const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+               const Scalar& alpha = 1,
+               std::source_location loc = std::source_location::current()) const;
+  Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+                 const Scalar& alpha = 1,
+                 std::source_location loc = std::source_location::current()) const;
   Tensor softmax(int64_t dim, std::source_location loc = std::source_location::current()) const;
   Tensor log_softmax(int64_t dim, std::source_location loc = std::source_location::current()) const;
   Tensor index_select(int64_t dim, const Tensor& index,

@@ -94,4 +94,53 @@ Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   return out;
 }
 
+Tensor outer(const Tensor& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
+  KILN_CHECK(a.dim() == 1 && b.dim() == 1, "outer: expected two 1-D vectors, got shapes {} and {}",
+             shape_str(a.sizes()), shape_str(b.sizes()));
+  return mul(a.unsqueeze(1), b.unsqueeze(0));
+}
+
+namespace {
+
+// beta * self + alpha * product, with self broadcast to the product's shape. beta = 0 leaves
+// self out entirely (torch: NaN and inf in self do not propagate), and unit factors cost no op.
+Tensor scaled_sum(const char* name, const Tensor& self, const Tensor& product, const Scalar& beta,
+                  const Scalar& alpha) {
+  Shape b = broadcast_shapes(name, self.sizes(), product.sizes());
+  KILN_CHECK(b == product.sizes(),
+             "{}: self of shape {} cannot be broadcast to the product's shape {}", name,
+             shape_str(self.sizes()), shape_str(product.sizes()));
+  if (beta.to_double() == 0) return alpha.to_double() == 1 ? product : mul(product, alpha);
+  Tensor scaled = beta.to_double() == 1 ? self : mul(self, beta);
+  return add(scaled, product, alpha);
+}
+
+}  // namespace
+
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+             const Scalar& alpha, std::source_location loc) {
+  CallSiteScope site(loc);
+  KILN_CHECK(mat1.dim() == 2 && mat2.dim() == 2,
+             "addmm: expected 2-D matrices, got mat1 of shape {} and mat2 of shape {}",
+             shape_str(mat1.sizes()), shape_str(mat2.sizes()));
+  KILN_CHECK(mat1.size(1) == mat2.size(0),
+             "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", mat1.size(0),
+             mat1.size(1), mat2.size(0), mat2.size(1));
+  return scaled_sum("addmm", self, mm(mat1, mat2), beta, alpha);
+}
+
+Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
+               const Scalar& alpha, std::source_location loc) {
+  CallSiteScope site(loc);
+  KILN_CHECK(batch1.dim() == 3 && batch2.dim() == 3,
+             "baddbmm: expected 3-D tensors, got batch1 of shape {} and batch2 of shape {}",
+             shape_str(batch1.sizes()), shape_str(batch2.sizes()));
+  KILN_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1),
+             "baddbmm: batch1 of shape {} and batch2 of shape {} cannot be multiplied (expected "
+             "equal batch sizes and batch2.size(1) == batch1.size(2))",
+             shape_str(batch1.sizes()), shape_str(batch2.sizes()));
+  return scaled_sum("baddbmm", self, bmm(batch1, batch2), beta, alpha);
+}
+
 }  // namespace kiln

@@ -31,4 +31,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
                 std::source_location loc = std::source_location::current());
 
+// torch.nn.functional.pad: `pad` lists (before, after) pairs from the last dim backwards.
+// mode "constant" fills with `value` (negative pads crop); "reflect" mirrors without repeating
+// the edge (each pad below the dim's size) and "replicate" repeats the edge element.
+Tensor pad(const Tensor& x, Shape pad, const std::string& mode = "constant", double value = 0,
+           std::source_location loc = std::source_location::current());
+// torch.nn.functional.one_hot: int64 [..., num_classes] with a 1 at each index of the int64
+// input. num_classes = -1 means max + 1, which reads the data (not traceable).
+Tensor one_hot(const Tensor& x, int64_t num_classes = -1,
+               std::source_location loc = std::source_location::current());
+
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/base/call_site.h"
+#include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/pointwise_attrs.h"
 #include "kiln/runtime/op_table.h"
@@ -118,6 +119,36 @@ Tensor minimum(const Tensor& a, const Tensor& b, std::source_location loc) {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc) {
   CallSiteScope site(loc);
   return call_op1(KILN_OP("where"), {cond, a, b}, NoAttrs{});
+}
+
+namespace {
+int category(DType t) {
+  return is_floating(t) ? 2 : t == kBool ? 0 : 1;
+}
+int category(const Scalar& s) {
+  return s.is_floating() ? 2 : s.is_bool() ? 0 : 1;
+}
+// A number beside a tensor keeps the tensor's dtype unless it is of a higher category (torch's
+// wrapped numbers), also where the tensor is 0-dim: so a 0-dim tensor of that dtype.
+Tensor wrapped_number(const Scalar& s, const Tensor& like) {
+  DType t = category(s) > category(like.dtype()) ? s.default_dtype() : like.dtype();
+  return full({}, s, TensorOptions(t).device(like.device()));
+}
+}  // namespace
+
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, std::source_location loc) {
+  CallSiteScope site(loc);
+  return where(cond, a, wrapped_number(b, a));
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, std::source_location loc) {
+  CallSiteScope site(loc);
+  return where(cond, wrapped_number(a, b), b);
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b, std::source_location loc) {
+  CallSiteScope site(loc);
+  TensorOptions on = TensorOptions().device(cond.device());
+  return where(cond, full({}, a, on.dtype(a.default_dtype())),
+               full({}, b, on.dtype(b.default_dtype())));
 }
 
 #define KILN_COMPARE(fn)                                                  \

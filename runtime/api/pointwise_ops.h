@@ -69,6 +69,14 @@ Tensor minimum(const Tensor& a, const Tensor& b,
 // cond must be bool; the three operands broadcast together.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
              std::source_location loc = std::source_location::current());
+// A Python-number operand, as torch.where(cond, x, 2.0): the number takes part in type
+// promotion as a wrapped scalar (x's dtype unless the number is of a higher category).
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b,
+             std::source_location loc = std::source_location::current());
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b,
+             std::source_location loc = std::source_location::current());
+Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b,
+             std::source_location loc = std::source_location::current());
 
 // ---- comparisons: computed in the promoted type, Bool results ----
 Tensor eq(const Tensor& a, const Tensor& b,

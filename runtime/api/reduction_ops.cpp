@@ -1,5 +1,9 @@
 #include "kiln/runtime/api/reduction_ops.h"
 
+#include <fmt/format.h>
+
+#include "kiln/runtime/api/pointwise_ops.h"
+
 #include "kiln/base/call_site.h"
 #include "kiln/base/error.h"
 #include "kiln/runtime/dispatcher.h"
@@ -35,6 +39,43 @@ Tensor logsumexp(const Tensor& x, Shape dims, bool keepdim, std::source_location
 Tensor var(const Tensor& x, Shape dims, double correction, bool keepdim, std::source_location loc) {
   CallSiteScope site(loc);
   return call_op1(KILN_OP("var"), {x}, VarAttrs{std::move(dims), correction, keepdim});
+}
+
+namespace {
+// The composites check their dims themselves, so that an error names them, not the table op
+// they are made of.
+void check_dims(const char* op, const Tensor& x, const Shape& dims) {
+  int64_t ndim = std::max<int64_t>(x.dim(), 1);
+  std::vector<bool> seen(static_cast<size_t>(ndim));
+  for (int64_t d : dims) {
+    auto w = static_cast<size_t>(wrap_dim(op, d, ndim));
+    KILN_CHECK(!seen[w],
+               "{}: dim {} appears multiple times in the list of dims [{}] (input shape {})", op, d,
+               fmt::join(dims, ", "), shape_str(x.sizes()));
+    seen[w] = true;
+  }
+}
+}  // namespace
+
+Tensor std(const Tensor& x, Shape dims, double correction, bool keepdim, std::source_location loc) {
+  CallSiteScope site(loc);
+  check_dims("std", x, dims);
+  KILN_CHECK(is_floating(x.dtype()),
+             "std: expected a floating input, but got a tensor of dtype {} and shape {}", x.dtype(),
+             shape_str(x.sizes()));
+  return sqrt(var(x, std::move(dims), correction, keepdim));
+}
+// Counting rather than amax/amin over bools: a count is defined over no elements (any of
+// nothing is false, all of nothing is true), where amax/amin refuse an empty reduction.
+Tensor any(const Tensor& x, Shape dims, bool keepdim, std::source_location loc) {
+  CallSiteScope site(loc);
+  check_dims("any", x, dims);
+  return gt(sum(ne(x, 0), std::move(dims), keepdim), 0);
+}
+Tensor all(const Tensor& x, Shape dims, bool keepdim, std::source_location loc) {
+  CallSiteScope site(loc);
+  check_dims("all", x, dims);
+  return eq(sum(eq(x, 0), std::move(dims), keepdim), 0);
 }
 
 // max(x)/min(x) are amax/amin over every dim; torch refuses an empty input here.

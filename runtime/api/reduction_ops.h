@@ -27,6 +27,15 @@ Tensor logsumexp(const Tensor& x, Shape dims = {}, bool keepdim = false,
 // sum((x - mean)^2) / max(0, n - correction); floating inputs only.
 Tensor var(const Tensor& x, Shape dims = {}, double correction = 1, bool keepdim = false,
            std::source_location loc = std::source_location::current());
+// sqrt(var(x, dims, correction, keepdim)).
+Tensor std(const Tensor& x, Shape dims = {}, double correction = 1, bool keepdim = false,
+           std::source_location loc = std::source_location::current());
+// Whether any / every element over `dims` is nonzero (NaN counts as nonzero); any dtype, Bool
+// result. Over no elements any is false and all is true.
+Tensor any(const Tensor& x, Shape dims = {}, bool keepdim = false,
+           std::source_location loc = std::source_location::current());
+Tensor all(const Tensor& x, Shape dims = {}, bool keepdim = false,
+           std::source_location loc = std::source_location::current());
 
 // The largest / smallest element as a 0-dim tensor (NaN if any element is NaN).
 Tensor max(const Tensor& x, std::source_location loc = std::source_location::current());

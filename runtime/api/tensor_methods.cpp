@@ -393,6 +393,41 @@ Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim, std::source_loca
 Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim, std::source_location loc) const {
   return kiln::argmin(*this, dim, keepdim, loc);
 }
+Tensor Tensor::std(Shape dims, double correction, bool keepdim, std::source_location loc) const {
+  return kiln::std(*this, std::move(dims), correction, keepdim, loc);
+}
+Tensor Tensor::any(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::any(*this, std::move(dims), keepdim, loc);
+}
+Tensor Tensor::all(Shape dims, bool keepdim, std::source_location loc) const {
+  return kiln::all(*this, std::move(dims), keepdim, loc);
+}
+Tensor Tensor::tril(int64_t diagonal, std::source_location loc) const {
+  return kiln::tril(*this, diagonal, loc);
+}
+Tensor Tensor::triu(int64_t diagonal, std::source_location loc) const {
+  return kiln::triu(*this, diagonal, loc);
+}
+Tensor Tensor::flip(Shape dims, std::source_location loc) const {
+  return kiln::flip(*this, std::move(dims), loc);
+}
+Tensor Tensor::roll(Shape shifts, Shape dims, std::source_location loc) const {
+  return kiln::roll(*this, std::move(shifts), std::move(dims), loc);
+}
+Tensor Tensor::repeat(Shape sizes, std::source_location loc) const {
+  return kiln::repeat(*this, std::move(sizes), loc);
+}
+Tensor Tensor::outer(const Tensor& other, std::source_location loc) const {
+  return kiln::outer(*this, other, loc);
+}
+Tensor Tensor::addmm(const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                     const Scalar& alpha, std::source_location loc) const {
+  return kiln::addmm(*this, mat1, mat2, beta, alpha, loc);
+}
+Tensor Tensor::baddbmm(const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
+                       const Scalar& alpha, std::source_location loc) const {
+  return kiln::baddbmm(*this, batch1, batch2, beta, alpha, loc);
+}
 Tensor Tensor::softmax(int64_t dim, std::source_location loc) const {
   return kiln::softmax(*this, dim, loc);
 }
