@@ -2,6 +2,7 @@
 reason, where it does not; CI does not need torch)."""
 
 import importlib.util
+import math
 import pathlib
 import sys
 
@@ -95,3 +96,77 @@ def test_dlpack_with_torch_shares_memory_both_ways():
     back = kiln.from_dlpack(src)
     src[3] = -1.0
     assert back.tolist() == [0.0, 1.0, 2.0, -1.0] and back.data_ptr() == src.data_ptr()
+
+
+def _pad(m, shape, pad, **kw):
+    x = m.arange(math.prod(shape), dtype=m.float32).view(*shape)
+    return m.nn.functional.pad(x, pad, **kw)
+
+
+@pytest.mark.parametrize("expr", [
+    lambda m: m.tensor([[1.0, 2.0, 4.0], [0.5, 0.0, 3.0]]).std(1),
+    lambda m: m.tensor([[1.0, 2.0, 4.0], [0.5, 0.0, 3.0]]).std(dim=0, keepdim=True, correction=0),
+    lambda m: m.std(m.tensor([1.0, 2.0, 4.0]), unbiased=False),
+    lambda m: m.tensor([[0, 1], [0, 0]]).any(1),
+    lambda m: m.tensor([[0.0, 1.0], [2.0, float("nan")]]).all(),
+    lambda m: m.any(m.tensor([[True, False]]), dim=0, keepdim=True),
+    lambda m: m.all(m.zeros(2, 0), 1),
+    lambda m: m.arange(12).view(3, 4).tril(1),
+    lambda m: m.triu(m.arange(24).view(2, 3, 4), -1),
+    lambda m: m.arange(6).view(2, 3).flip(0, 1),
+    lambda m: m.flip(m.arange(6).view(2, 3), [-1]),
+    lambda m: m.arange(6).view(2, 3).roll(1),
+    lambda m: m.roll(m.arange(6).view(2, 3), (1, -1), (0, 1)),
+    lambda m: m.arange(6).view(2, 3).roll(shifts=5, dims=1),
+    lambda m: m.arange(3).repeat(2, 2),
+    lambda m: m.arange(6).view(2, 3).repeat((2, 1, 2)),
+    lambda m: m.outer(m.arange(3.0), m.arange(4.0)),
+    lambda m: m.arange(3.0).outer(m.arange(2.0)),
+    lambda m: m.addmm(m.ones(2, 3), m.arange(8.0).view(2, 4), m.arange(12.0).view(4, 3),
+                      beta=0.5, alpha=2),
+    lambda m: m.full((2, 3), float("nan")).addmm(m.ones(2, 4), m.ones(4, 3), beta=0),
+    lambda m: m.baddbmm(m.ones(3), m.arange(24.0).view(2, 3, 4), m.arange(24.0).view(2, 4, 3),
+                        alpha=0.5),
+    lambda m: m.einsum("ij,jk->ik", m.arange(6.0).view(2, 3), m.arange(12.0).view(3, 4)),
+    lambda m: m.einsum("ii", m.arange(9.0).view(3, 3)),
+    lambda m: m.einsum("ii->i", m.arange(9.0).view(3, 3)),
+    lambda m: m.einsum("ba,aC", [m.arange(6.0).view(3, 2), m.arange(8.0).view(2, 4)]),
+    lambda m: m.einsum("...ij,...jk", m.arange(24.0).view(2, 1, 3, 4), m.ones(3, 4, 2)),
+    lambda m: m.einsum("bn,anm,bm->ba", m.arange(6.0).view(2, 3), m.arange(60.0).view(4, 3, 5),
+                       m.arange(10.0).view(2, 5)),
+    lambda m: m.einsum("i,j", m.arange(3.0), m.arange(2.0)),
+    lambda m: m.einsum("b...,b->...b", m.arange(6.0).view(2, 3), m.arange(2.0)),
+    lambda m: m.where(m.tensor([True, False]), m.tensor([1, 2], dtype=m.int32), 5),
+    lambda m: m.where(m.tensor([True, False]), 2.5, m.tensor([1, 2])),
+    lambda m: m.where(m.tensor([True, False]), 1, 0),
+    lambda m: m.where(m.tensor([[True], [False]]), 1.0, 0),
+    lambda m: m.tensor([1.0, 2.0]).where(m.tensor([True, False]), 0.0),
+    lambda m: _pad(m, (1, 2, 3), (1, 2)),
+    lambda m: _pad(m, (1, 2, 3), (1, 1, 1, 1), value=-1.5),
+    lambda m: _pad(m, (2, 3), (-1, 1, 0, -1)),
+    lambda m: _pad(m, (1, 3, 4), (2, 1), mode="reflect"),
+    lambda m: _pad(m, (1, 2, 3, 4), (1, 2, 2, 1), mode="reflect"),
+    lambda m: _pad(m, (1, 3, 4), (2, 1), mode="replicate"),
+    lambda m: _pad(m, (1, 2, 3, 4), (1, 1, 2, 0), mode="replicate"),
+    lambda m: m.nn.functional.one_hot(m.tensor([0, 2, 1])),
+    lambda m: m.nn.functional.one_hot(m.tensor([[0], [2]]), num_classes=4),
+])
+def test_composites_match_torch(expr):
+    test_same_results_as_torch(expr)
+
+
+def test_composite_gradients_match_torch():
+    def run(m):
+        a = m.tensor([[0.5, -1.0, 2.0], [0.1, 0.2, 0.3]], requires_grad=True)
+        b = m.tensor([[1.0, 0.5], [-0.5, 0.25], [0.3, 0.7]], requires_grad=True)
+        c = m.tensor([[0.2, -0.1], [0.4, 1.5]], requires_grad=True)
+        y = m.einsum("ij,jk->ik", a, b).tril()
+        y = m.addmm(c, y, c.flip(0), beta=0.5, alpha=2).roll(1, 0).repeat(2, 1)
+        y = m.nn.functional.pad(y.view(1, 4, 2), (1, 1), mode="reflect").std(2)
+        y.sum().backward()
+        return a.grad.tolist(), b.grad.tolist(), c.grad.tolist()
+
+    ours, theirs = _both(run)
+    for g, t in zip(ours, theirs):
+        for a, b in zip(sum(g, []), sum(t, [])):
+            assert a == pytest.approx(b, rel=1e-5, abs=1e-6)

@@ -52,10 +52,16 @@ from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
 from ._compile import compile  # noqa: A001  (torch's name)
 
 from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
+    addmm,
+    all,
     allclose,
+    any,
+    baddbmm,
     chunk,
+    einsum,
     equal,
     flatten,
+    flip,
     is_floating_point,
     is_tensor,
     isclose,
@@ -63,9 +69,15 @@ from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
     max,
     min,
     numel,
+    outer,
     reshape,
+    roll,
     split,
     stack,
+    std,
+    tril,
+    triu,
+    where,
 )
 
 from . import autograd, nn, utils  # noqa: E402, F401  (kiln.nn.functional, as torch.nn)

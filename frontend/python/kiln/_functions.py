@@ -1,6 +1,10 @@
 """Functions torch has at the top level that are compositions, not op-table ops."""
 
+import builtins
+
 from . import _C
+
+_nn = _C._nn
 
 
 def matmul(input, other):
@@ -83,11 +87,8 @@ def equal(input, other):
 
 
 def _all_true(t):
-    """Whether every element is true (0 elements: True), for allclose and equal, until the op
-    library has all()."""
-    if t.numel() == 0:
-        return True
-    return t.to(_C.int64).amin().item() != 0
+    """Whether every element is true (0 elements: True), for allclose and equal."""
+    return _nn.all(t, [], False).item()
 
 
 def _type(self, dtype=None):
@@ -127,3 +128,105 @@ _C.Tensor.new_full = lambda self, size, fill_value, **kw: _C.full(
 _C.Tensor.new_tensor = lambda self, data, **kw: _C.tensor(
     data, dtype=kw.get("dtype") or self.dtype, device=kw.get("device") or self.device,
     requires_grad=kw.get("requires_grad", False))
+
+
+# ---- shape, linear-algebra and reduction helpers composed in C++ (runtime/api/) ----
+
+
+def _dims(dim):
+    """None (every dim), an int or a sequence of ints, as the list the C++ side takes."""
+    if dim is None:
+        return []
+    if isinstance(dim, int):
+        return [dim]
+    return list(dim)
+
+
+def _varargs(args, name):
+    """torch's `x.flip(0, 1)` and `x.flip((0, 1))` alike."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        return list(args[0])
+    if not builtins.all(isinstance(a, int) for a in args):
+        raise TypeError(f"{name}(): expected ints or one sequence of ints")
+    return list(args)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """sqrt(var): `correction` (default 1) or torch's older `unbiased` flag."""
+    if isinstance(dim, bool):  # torch.std(x, False): the unbiased overload
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    elif unbiased is not None:
+        raise TypeError("std(): give either unbiased or correction, not both")
+    return _nn.std(input, _dims(dim), float(correction), keepdim)
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001  (torch's name)
+    return _nn.any(input, _dims(dim), keepdim)
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001  (torch's name)
+    return _nn.all(input, _dims(dim), keepdim)
+
+
+def tril(input, diagonal=0):
+    return _nn.tril(input, diagonal)
+
+
+def triu(input, diagonal=0):
+    return _nn.triu(input, diagonal)
+
+
+def flip(input, dims):
+    return _nn.flip(input, _dims(dims))
+
+
+def roll(input, shifts, dims=None):
+    return _nn.roll(input, _dims(shifts), _dims(dims))
+
+
+def outer(input, vec2):
+    return _nn.outer(input, vec2)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return _nn.addmm(input, mat1, mat2, beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _nn.baddbmm(input, batch1, batch2, beta, alpha)
+
+
+def einsum(equation, *operands):
+    """torch.einsum(equation, *operands), or with the operands as one list."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    return _nn.einsum(equation, list(operands))
+
+
+def where(condition, input=None, other=None, *, self=None):
+    """torch.where(condition, input, other); either may be a Python number. `self` is the op
+    table's name for input (kiln.ops.where)."""
+    if self is not None:
+        input = self
+    if isinstance(input, _C.Tensor) and isinstance(other, _C.Tensor):
+        return _C.ops.where(condition, input, other)
+    if input is None or other is None:
+        raise NotImplementedError("where(condition) (the indices of the nonzero elements) is "
+                                  "not supported; pass input and other")
+    return _nn.where(condition, input, other)
+
+
+_C.Tensor.std = std
+_C.Tensor.any = any
+_C.Tensor.all = all
+_C.Tensor.tril = tril
+_C.Tensor.triu = triu
+_C.Tensor.flip = lambda self, *dims: _nn.flip(self, _varargs(dims, "flip"))
+_C.Tensor.roll = roll
+_C.Tensor.repeat = lambda self, *sizes: _nn.repeat(self, _varargs(sizes, "repeat"))
+_C.Tensor.outer = outer
+_C.Tensor.addmm = addmm
+_C.Tensor.baddbmm = baddbmm
+_C.Tensor.where = lambda self, condition, other: where(condition, self, other)

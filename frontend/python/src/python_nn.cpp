@@ -1,6 +1,6 @@
 // The composite functions of the C++ API that are not single op-table ops (matmul, linear, the
-// losses, dropout, stack): kiln.nn.functional and kiln.* call these under torch's names and
-// argument orders (kiln/nn/functional.py).
+// losses, dropout, stack, einsum, pad, ...): kiln.nn.functional and kiln.* call these under
+// torch's names and argument orders (kiln/nn/functional.py, kiln/_functions.py).
 #include "kiln/runtime/api/ops.h"
 #include "python_common.h"
 
@@ -13,6 +13,27 @@ struct SiteThenRelease {
   PythonCallSite site;
   nb::gil_scoped_release release;
 };
+
+// Numbers arrive as Python objects, read with the GIL held before the op runs without it.
+template <class F>
+Tensor with_scalars(nb::handle a, nb::handle b, F&& f) {
+  PythonCallSite site;
+  Scalar sa = to_scalar(a), sb = to_scalar(b);
+  nb::gil_scoped_release release;
+  return f(sa, sb);
+}
+
+Tensor where_any(const Tensor& cond, nb::handle a, nb::handle b) {
+  PythonCallSite site;
+  bool ta = is_tensor(a), tb = is_tensor(b);
+  Tensor x = ta ? unwrap_tensor(a) : Tensor(), y = tb ? unwrap_tensor(b) : Tensor();
+  Scalar sa = ta ? Scalar() : to_scalar(a), sb = tb ? Scalar() : to_scalar(b);
+  nb::gil_scoped_release release;
+  if (ta && tb) return where(cond, x, y);
+  if (ta) return where(cond, x, sb);
+  if (tb) return where(cond, sa, y);
+  return where(cond, sa, sb);
+}
 }  // namespace
 
 void bind_nn(nb::module_& m) {
@@ -60,6 +81,70 @@ void bind_nn(nb::module_& m) {
   nn.def(
       "stack", [](const std::vector<Tensor>& ts, int64_t dim) { return stack(ts, dim); }, nogil,
       nb::arg("tensors"), nb::arg("dim") = 0);
+  nn.def(
+      "std",
+      [](const Tensor& x, Shape dims, double correction, bool keepdim) {
+        return kiln::std(x, dims, correction, keepdim);
+      },
+      nogil, nb::arg("input"), nb::arg("dim"), nb::arg("correction"), nb::arg("keepdim"));
+  nn.def(
+      "any", [](const Tensor& x, Shape dims, bool keepdim) { return any(x, dims, keepdim); }, nogil,
+      nb::arg("input"), nb::arg("dim"), nb::arg("keepdim"));
+  nn.def(
+      "all", [](const Tensor& x, Shape dims, bool keepdim) { return all(x, dims, keepdim); }, nogil,
+      nb::arg("input"), nb::arg("dim"), nb::arg("keepdim"));
+  nn.def(
+      "tril", [](const Tensor& x, int64_t diagonal) { return tril(x, diagonal); }, nogil,
+      nb::arg("input"), nb::arg("diagonal") = 0);
+  nn.def(
+      "triu", [](const Tensor& x, int64_t diagonal) { return triu(x, diagonal); }, nogil,
+      nb::arg("input"), nb::arg("diagonal") = 0);
+  nn.def(
+      "flip", [](const Tensor& x, Shape dims) { return flip(x, dims); }, nogil, nb::arg("input"),
+      nb::arg("dims"));
+  nn.def(
+      "roll", [](const Tensor& x, Shape shifts, Shape dims) { return roll(x, shifts, dims); },
+      nogil, nb::arg("input"), nb::arg("shifts"), nb::arg("dims"));
+  nn.def(
+      "repeat", [](const Tensor& x, Shape sizes) { return repeat(x, sizes); }, nogil,
+      nb::arg("input"), nb::arg("repeats"));
+  nn.def(
+      "outer", [](const Tensor& a, const Tensor& b) { return outer(a, b); }, nogil,
+      nb::arg("input"), nb::arg("vec2"));
+  nn.def(
+      "addmm",
+      [](const Tensor& self, const Tensor& m1, const Tensor& m2, nb::handle beta,
+         nb::handle alpha) {
+        return with_scalars(beta, alpha, [&](const Scalar& b, const Scalar& a) {
+          return addmm(self, m1, m2, b, a);
+        });
+      },
+      nb::arg("input"), nb::arg("mat1"), nb::arg("mat2"), nb::arg("beta"), nb::arg("alpha"));
+  nn.def(
+      "baddbmm",
+      [](const Tensor& self, const Tensor& b1, const Tensor& b2, nb::handle beta,
+         nb::handle alpha) {
+        return with_scalars(beta, alpha, [&](const Scalar& b, const Scalar& a) {
+          return baddbmm(self, b1, b2, b, a);
+        });
+      },
+      nb::arg("input"), nb::arg("batch1"), nb::arg("batch2"), nb::arg("beta"), nb::arg("alpha"));
+  nn.def(
+      "einsum",
+      [](const std::string& equation, const std::vector<Tensor>& operands) {
+        return einsum(equation, operands);
+      },
+      nogil, nb::arg("equation"), nb::arg("operands"));
+  nn.def(
+      "pad",
+      [](const Tensor& x, Shape p, const std::string& mode, double value) {
+        return pad(x, p, mode, value);
+      },
+      nogil, nb::arg("input"), nb::arg("pad"), nb::arg("mode"), nb::arg("value"));
+  nn.def(
+      "one_hot", [](const Tensor& x, int64_t n) { return one_hot(x, n); }, nogil, nb::arg("tensor"),
+      nb::arg("num_classes"));
+  nn.def("where", where_any, nb::arg("condition"), nb::arg("input"), nb::arg("other"));
 }
 
 }  // namespace kiln::python

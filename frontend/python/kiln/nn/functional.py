@@ -168,3 +168,17 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=True):
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """(before, after) pairs from the last dim backwards; negative pads crop."""
+    if mode not in ("constant", "reflect", "replicate"):
+        raise NotImplementedError(f"pad(): mode '{mode}' is not supported (constant, reflect and "
+                                  "replicate are)")
+    if value is not None and mode != "constant":
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    return _nn.pad(input, list(pad), mode, 0.0 if value is None else float(value))
+
+
+def one_hot(tensor, num_classes=-1):
+    return _nn.one_hot(tensor, num_classes)
