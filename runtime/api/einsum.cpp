@@ -1,7 +1,9 @@
 // torch.einsum as a composite: each operand's repeated subscripts become a diagonal (an
 // index_select over the merged dims), subscripts needed nowhere else are summed, and the
 // operands are contracted left to right, each pair as one bmm over [batch, left, contracted] x
-// [batch, contracted, right]. Everything is a table op, so autograd, tracing and CUDA follow.
+// [batch, contracted, right] (integers, which BLAS does not take, multiply and sum instead).
+// Everything is a table op, so autograd, tracing and CUDA follow. The result keeps the
+// operands' dtype, also int32 where torch's internal sums widen it to int64.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/indexing_ops.h"
 #include "kiln/runtime/api/linalg_ops.h"
+#include "kiln/runtime/api/pointwise_ops.h"
 #include "kiln/runtime/api/reduction_ops.h"
 
 namespace kiln {
@@ -138,7 +141,7 @@ void sum_unneeded(Operand& op, const std::function<bool(int)>& keep) {
     }
   }
   if (dims.empty()) return;
-  op.t = sum(op.t, dims);
+  op.t = sum(op.t, dims).to(op.t.dtype());  // integer sums widen to int64; torch's keep the dtype
   op.labels = std::move(kept);
 }
 
@@ -173,8 +176,13 @@ Operand contract(const Operand& a, const Operand& b, const std::function<bool(in
     }
     return op.t.permute(perm).expand(full_sizes).reshape(merged);
   };
-  Tensor product =
-      bmm(arrange(a, {&batch, &left, &contracted}), arrange(b, {&batch, &contracted, &right}));
+  Tensor lhs = arrange(a, {&batch, &left, &contracted});
+  Tensor rhs = arrange(b, {&batch, &contracted, &right});
+  // The products are floating only (BLAS); integers multiply [B, L, K, 1] by [B, 1, K, R]
+  // and sum over K, back in their dtype (sum widens to int64).
+  Tensor product = is_floating(lhs.dtype())
+                       ? bmm(lhs, rhs)
+                       : sum(mul(lhs.unsqueeze(3), rhs.unsqueeze(1)), {2}).to(lhs.dtype());
   Operand out;
   Shape sizes;
   for (const std::vector<int>* g : {&batch, &left, &right}) {

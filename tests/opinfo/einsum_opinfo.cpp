@@ -123,6 +123,22 @@ KILN_REGISTER_OPINFO(einsum_info, [] {
         if (dt == kiln::kFloat32) out.back().atol = 1e-5;
       }
     }
+    // Integers take the multiply-and-sum path instead of bmm.
+    for (DType dt : {kiln::kInt64, kiln::kInt32}) {
+      for (size_t i : {0, 4, 6, 12, 16, 21, 25}) {
+        const EinsumCase& c = einsum_cases()[i];
+        std::vector<Tensor> inputs;
+        for (const Shape& s : c.shapes)
+          inputs.push_back(make_input(s, dt, c.layout, -4, 4, seed++));
+        std::string eq = c.equation;
+        out.push_back(make_sample(
+            fmt::format("{}_'{}'_{}", kiln::dtype_name(dt), eq, layout_name(c.layout)), inputs,
+            [eq](const std::vector<Tensor>& in) { return std::vector{kiln::einsum(eq, in)}; },
+            [c, dt](const std::vector<RefTensor>& in) {
+              return std::vector{ref_einsum(in, c.ref_terms, c.ref_out, dt)};
+            }));
+      }
+    }
     return out;
   };
   return info;
@@ -218,6 +234,22 @@ OpInfo add_product_info(const char* name, bool batched) {
             }));
         seed += 2;
         if (dt == kiln::kFloat32) out.back().atol = 1e-5;
+      }
+    }
+    // Integers take the multiply-and-sum path instead of bmm.
+    for (DType dt : {kiln::kInt64, kiln::kInt32}) {
+      for (size_t i : {0, 4, 6, 12, 16, 21, 25}) {
+        const EinsumCase& c = einsum_cases()[i];
+        std::vector<Tensor> inputs;
+        for (const Shape& s : c.shapes)
+          inputs.push_back(make_input(s, dt, c.layout, -4, 4, seed++));
+        std::string eq = c.equation;
+        out.push_back(make_sample(
+            fmt::format("{}_'{}'_{}", kiln::dtype_name(dt), eq, layout_name(c.layout)), inputs,
+            [eq](const std::vector<Tensor>& in) { return std::vector{kiln::einsum(eq, in)}; },
+            [c, dt](const std::vector<RefTensor>& in) {
+              return std::vector{ref_einsum(in, c.ref_terms, c.ref_out, dt)};
+            }));
       }
     }
     return out;
