@@ -142,8 +142,15 @@ def _dims(dim):
     return list(dim)
 
 
-def _varargs(args, name):
-    """torch's `x.flip(0, 1)` and `x.flip((0, 1))` alike."""
+def _varargs(name, args, kwargs, keyword):
+    """torch's `x.flip(0, 1)`, `x.flip((0, 1))` and `x.flip(dims=(0, 1))` alike."""
+    unknown = set(kwargs) - {keyword}
+    if unknown:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{unknown.pop()}'")
+    if keyword in kwargs:
+        if args:
+            raise TypeError(f"{name}(): got {keyword} both positionally and by keyword")
+        return _dims(kwargs[keyword])
     if len(args) == 1 and not isinstance(args[0], int):
         return list(args[0])
     if not builtins.all(isinstance(a, int) for a in args):
@@ -223,9 +230,10 @@ _C.Tensor.any = any
 _C.Tensor.all = all
 _C.Tensor.tril = tril
 _C.Tensor.triu = triu
-_C.Tensor.flip = lambda self, *dims: _nn.flip(self, _varargs(dims, "flip"))
+_C.Tensor.flip = lambda self, *dims, **kw: _nn.flip(self, _varargs("flip", dims, kw, "dims"))
 _C.Tensor.roll = roll
-_C.Tensor.repeat = lambda self, *sizes: _nn.repeat(self, _varargs(sizes, "repeat"))
+_C.Tensor.repeat = lambda self, *sizes, **kw: _nn.repeat(
+    self, _varargs("repeat", sizes, kw, "repeats"))
 _C.Tensor.outer = outer
 _C.Tensor.addmm = addmm
 _C.Tensor.baddbmm = baddbmm
