@@ -1,6 +1,8 @@
 // torch.nn.functional.pad and one_hot, composed of table ops: constant padding is slices and a
 // cat with filled blocks, reflect and replicate padding an index_select with indices computed on
-// the host (a constant of the traced graph), one_hot a comparison with an arange.
+// the host (a constant of the traced graph), one_hot a comparison with an arange. Unlike
+// torch, which takes reflect and replicate padding only for 1 to 3 trailing dims of a 2-D to
+// 5-D input, any number of trailing dims can be padded in every mode.
 #include <fmt/format.h>
 
 #include "kiln/base/call_site.h"
