@@ -54,7 +54,7 @@ NB_MODULE(_C, m) {
   bind_function(m);
   bind_compile(m);
   bind_nn(m);
-  bind_norm_pool(m);
+  bind_nn_layers(m);
   bind_ops(m);  // last: Tensor methods written above take precedence over generated ones
   m.def("_set_package_dir", &set_package_dir);
 }

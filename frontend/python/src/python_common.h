@@ -133,7 +133,7 @@ void bind_autograd(nb::module_& m);
 void bind_function(nb::module_& m);
 void bind_compile(nb::module_& m);
 void bind_nn(nb::module_& m);
-void bind_norm_pool(nb::module_& m);  // python_norm_pool.cpp, after bind_nn
+void bind_nn_layers(nb::module_& m);  // python_nn_layers.cpp, after bind_nn
 
 }  // namespace kiln::python
 

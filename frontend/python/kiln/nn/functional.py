@@ -182,3 +182,32 @@ def pad(input, pad, mode="constant", value=None):
 
 def one_hot(tensor, num_classes=-1):
     return _nn.one_hot(tensor, num_classes)
+
+
+# ---- convolution (runtime/api/conv_ops.h) ----
+
+
+def _conv_padding(padding, n):
+    if isinstance(padding, str):
+        return padding
+    return [padding] if isinstance(padding, int) else list(padding)
+
+
+def _ints(v):
+    return [v] if isinstance(v, int) else list(v)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _nn.conv2d(input, weight, bias, _ints(stride), _conv_padding(padding, 2),
+                      _ints(dilation), groups)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _nn.conv1d(input, weight, bias, _ints(stride), _conv_padding(padding, 1),
+                      _ints(dilation), groups)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _nn.conv_transpose2d(input, weight, bias, _ints(stride), _ints(padding),
+                                _ints(output_padding), groups, _ints(dilation))

@@ -1,6 +1,8 @@
-// kiln._C._nn's normalization and pooling composites (runtime/api/norm_ops.h, pooling_ops.h),
-// called by kiln.nn.functional under torch's names and defaults.
+// kiln._C._nn's convolution, normalization and pooling composites (runtime/api/conv_ops.h,
+// norm_ops.h, pooling_ops.h), called by kiln.nn.functional under torch's names and defaults.
 #include <nanobind/stl/pair.h>
+
+#include <string_view>
 
 #include "kiln/runtime/api/ops.h"
 #include "python_common.h"
@@ -17,11 +19,43 @@ Tensor or_undefined(const std::optional<Tensor>& t) {
   return t.value_or(Tensor());
 }
 
+// torch's padding argument: a string, or numbers (already a list here).
+ConvPadding conv_padding(nb::handle padding) {
+  if (nb::isinstance<nb::str>(padding)) return ConvPadding(nb::cast<std::string>(padding));
+  return ConvPadding(nb::cast<Shape>(padding));
+}
+
 }  // namespace
 
-void bind_norm_pool(nb::module_& m) {
+void bind_nn_layers(nb::module_& m) {
   nb::module_ nn = nb::borrow<nb::module_>(m.attr("_nn"));
   auto nogil = nb::call_guard<SiteThenRelease>();
+  for (const char* name : {"conv2d", "conv1d"}) {
+    bool two_d = std::string_view(name) == "conv2d";
+    nn.def(
+        name,
+        [two_d](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Shape stride,
+                nb::handle padding, Shape dilation, int64_t groups) {
+          // The padding object is read with the GIL, then the call runs without it.
+          ConvPadding p = conv_padding(padding);
+          PythonCallSite site;
+          nb::gil_scoped_release release;
+          auto conv = two_d ? &conv2d : &conv1d;
+          return conv(x, w, or_undefined(b), std::move(stride), std::move(p), std::move(dilation),
+                      groups, std::source_location::current());
+        },
+        nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
+        nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
+  }
+  nn.def(
+      "conv_transpose2d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Shape stride, Shape padding,
+         Shape output_padding, int64_t groups, Shape dilation) {
+        return conv_transpose2d(x, w, or_undefined(b), std::move(stride), std::move(padding),
+                                std::move(output_padding), groups, std::move(dilation));
+      },
+      nogil, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
+      nb::arg("padding"), nb::arg("output_padding"), nb::arg("groups"), nb::arg("dilation"));
   nn.def(
       "batch_norm",
       [](const Tensor& x, std::optional<Tensor> rm, std::optional<Tensor> rv,

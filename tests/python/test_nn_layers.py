@@ -1,4 +1,4 @@
-"""Normalization and pooling in kiln.nn.functional against PyTorch (forward, gradients, batch
+"""Convolution, normalization and pooling in kiln.nn.functional against PyTorch (forward, gradients, batch
 norm's running statistics, eagerly and compiled). Skipped where torch is not importable; the
 C++ OpInfo suite checks the same functions against loop references everywhere."""
 
@@ -116,3 +116,43 @@ def test_errors_use_torch_wording():
         KF.batch_norm(kiln.ones(1, 3), None, None, training=True)
     with pytest.raises(kiln.KilnError, match="divisible by num_groups"):
         KF.group_norm(kiln.ones(2, 6, 3), 4)
+
+
+CONV_CASES = [
+    ("conv2d", (2, 4, 7, 6), (6, 2, 3, 3), dict(stride=2, padding=1, groups=2)),
+    ("conv2d", (1, 3, 6, 5), (4, 3, 4, 2), dict(padding="same", dilation=1)),
+    ("conv2d", (2, 2, 9, 8), (3, 2, 3, 3), dict(padding="same", dilation=2)),
+    ("conv2d", (3, 5, 6), (4, 3, 2, 3), dict(stride=(1, 2), padding=(0, 1))),
+    ("conv1d", (2, 4, 9), (6, 4, 3), dict(padding="same", dilation=2)),
+    ("conv1d", (2, 4, 9), (6, 2, 3), dict(stride=2, groups=2, padding="valid")),
+    ("conv_transpose2d", (2, 4, 5, 4), (4, 3, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    ("conv_transpose2d", (1, 4, 3, 3), (4, 2, 2, 2), dict(groups=2, dilation=2)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name,xshape,wshape,kwargs", CONV_CASES)
+def test_convolutions_match_torch(name, xshape, wshape, kwargs):
+    xk, xt = _both(xshape, 30)
+    wk, wt = _both(wshape, 31)
+    out_channels = wshape[1] * kwargs.get("groups", 1) if "transpose" in name else wshape[0]
+    bk, bt = _both((out_channels,), 32)
+    for t in (xk, xt, wk, wt, bk, bt):
+        t.requires_grad_()
+    yk = getattr(KF, name)(xk, wk, bk, **kwargs)
+    yt = getattr(TF, name)(xt, wt, bt, **kwargs)
+    _close(yk, yt)
+    gk, gt = _both(yt.shape, 33)
+    yk.backward(gk)
+    yt.backward(gt)
+    for a, b in ((xk, xt), (wk, wt), (bk, bt)):
+        _close(a.grad, b.grad)
+
+
+def test_conv_errors_use_torch_wording():
+    with pytest.raises(kiln.KilnError, match="expected input.* to have 4 channels"):
+        KF.conv2d(kiln.ones(1, 3, 5, 5), kiln.ones(2, 4, 3, 3))
+    with pytest.raises(kiln.KilnError, match="padding='same' is not supported for strided"):
+        KF.conv2d(kiln.ones(1, 1, 5, 5), kiln.ones(1, 1, 3, 3), stride=2, padding="same")
+    with pytest.raises(kiln.KilnError, match="Kernel size can't be greater than actual input"):
+        KF.conv2d(kiln.ones(1, 1, 2, 2), kiln.ones(1, 1, 3, 3))
