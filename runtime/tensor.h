@@ -183,6 +183,31 @@ class Tensor {
   Tensor gelu(const std::string& approximate = "none",
               std::source_location loc = std::source_location::current()) const;
   Tensor silu(std::source_location loc = std::source_location::current()) const;
+  Tensor floor(std::source_location loc = std::source_location::current()) const;
+  Tensor ceil(std::source_location loc = std::source_location::current()) const;
+  Tensor trunc(std::source_location loc = std::source_location::current()) const;
+  Tensor round(int64_t decimals = 0,
+               std::source_location loc = std::source_location::current()) const;
+  Tensor reciprocal(std::source_location loc = std::source_location::current()) const;
+  Tensor fmod(const Tensor& other,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor fmod(const Scalar& other,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor remainder(const Tensor& other,
+                   std::source_location loc = std::source_location::current()) const;
+  Tensor remainder(const Scalar& other,
+                   std::source_location loc = std::source_location::current()) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight,
+              std::source_location loc = std::source_location::current()) const;
+  Tensor lerp(const Tensor& end, const Scalar& weight,
+              std::source_location loc = std::source_location::current()) const;
+  // Tensor bounds; an undefined Tensor leaves that side open.
+  Tensor clamp(const Tensor& min, const Tensor& max,
+               std::source_location loc = std::source_location::current()) const;
+  Tensor clamp_min(const Tensor& min,
+                   std::source_location loc = std::source_location::current()) const;
+  Tensor clamp_max(const Tensor& max,
+                   std::source_location loc = std::source_location::current()) const;
   Tensor clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max = {},
                std::source_location loc = std::source_location::current()) const;
   Tensor maximum(const Tensor& other,

@@ -5,6 +5,7 @@
 #include "kiln/base/call_site.h"
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/kernels/pointwise_activation_attrs.h"
 #include "kiln/runtime/kernels/pointwise_attrs.h"
 #include "kiln/runtime/op_table.h"
 
@@ -92,6 +93,12 @@ KILN_UNARY(erf)
 KILN_UNARY(abs)
 KILN_UNARY(sign)
 KILN_UNARY(logical_not)
+KILN_UNARY(floor)
+KILN_UNARY(ceil)
+KILN_UNARY(trunc)
+KILN_UNARY(reciprocal)
+KILN_UNARY(hardswish)
+KILN_UNARY(mish)
 #undef KILN_UNARY
 
 Tensor gelu(const Tensor& x, const std::string& approximate, std::source_location loc) {
@@ -107,6 +114,58 @@ Tensor clamp(const Tensor& x, const std::optional<Scalar>& min, const std::optio
              std::source_location loc) {
   CallSiteScope site(loc);
   return call_op1(KILN_OP("clamp"), {x}, ClampAttrs{min, max});
+}
+namespace {
+Tensor clamp_bound(const OpDef& op, const Tensor& x, const Tensor& bound) {
+  KILN_CHECK(bound.defined(),
+             "clamp: at least one of 'min' or 'max' must be defined (input of shape {} and dtype "
+             "{})",
+             shape_str(x.sizes()), x.dtype());
+  return call_op1(op, {x, bound}, NoAttrs{});
+}
+}  // namespace
+
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max, std::source_location loc) {
+  CallSiteScope site(loc);
+  if (!max.defined()) return clamp_min(x, min, loc);
+  if (!min.defined()) return clamp_max(x, max, loc);
+  return call_op1(KILN_OP("clamp_tensor"), {x, min, max}, NoAttrs{});
+}
+Tensor clamp_min(const Tensor& x, const Tensor& min, std::source_location loc) {
+  CallSiteScope site(loc);
+  return clamp_bound(KILN_OP("clamp_min"), x, min);
+}
+Tensor clamp_max(const Tensor& x, const Tensor& max, std::source_location loc) {
+  CallSiteScope site(loc);
+  return clamp_bound(KILN_OP("clamp_max"), x, max);
+}
+Tensor round(const Tensor& x, int64_t decimals, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("round"), {x}, RoundAttrs{decimals});
+}
+Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("lerp"), {self, end, weight}, NoAttrs{});
+}
+Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("lerp_scalar"), {self, end}, LerpAttrs{weight});
+}
+Tensor leaky_relu(const Tensor& x, double negative_slope, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("leaky_relu"), {x}, LeakyReluAttrs{negative_slope});
+}
+Tensor elu(const Tensor& x, double alpha, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("elu"), {x}, EluAttrs{alpha});
+}
+Tensor softplus(const Tensor& x, double beta, double threshold, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("softplus"), {x}, SoftplusAttrs{beta, threshold});
+}
+Tensor hardtanh(const Tensor& x, double min_val, double max_val, std::source_location loc) {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("hardtanh"), {x}, HardtanhAttrs{min_val, max_val});
 }
 Tensor maximum(const Tensor& a, const Tensor& b, std::source_location loc) {
   CallSiteScope site(loc);
@@ -151,7 +210,8 @@ Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b, std::source_l
                full({}, b, on.dtype(b.default_dtype())));
 }
 
-#define KILN_COMPARE(fn)                                                  \
+// Ops with a tensor form and a `_scalar` twin taking a ScalarOtherAttrs.
+#define KILN_TENSOR_OR_SCALAR(fn)                                         \
   Tensor fn(const Tensor& a, const Tensor& b, std::source_location loc) { \
     CallSiteScope site(loc);                                              \
     return call_op1(KILN_OP(#fn), {a, b}, NoAttrs{});                     \
@@ -160,13 +220,15 @@ Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b, std::source_l
     CallSiteScope site(loc);                                              \
     return call_op1(KILN_OP(#fn "_scalar"), {a}, ScalarOtherAttrs{b});    \
   }
-KILN_COMPARE(eq)
-KILN_COMPARE(ne)
-KILN_COMPARE(lt)
-KILN_COMPARE(le)
-KILN_COMPARE(gt)
-KILN_COMPARE(ge)
-#undef KILN_COMPARE
+KILN_TENSOR_OR_SCALAR(eq)
+KILN_TENSOR_OR_SCALAR(ne)
+KILN_TENSOR_OR_SCALAR(lt)
+KILN_TENSOR_OR_SCALAR(le)
+KILN_TENSOR_OR_SCALAR(gt)
+KILN_TENSOR_OR_SCALAR(ge)
+KILN_TENSOR_OR_SCALAR(fmod)
+KILN_TENSOR_OR_SCALAR(remainder)
+#undef KILN_TENSOR_OR_SCALAR
 
 Tensor logical_and(const Tensor& a, const Tensor& b, std::source_location loc) {
   CallSiteScope site(loc);

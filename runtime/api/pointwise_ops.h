@@ -61,6 +61,51 @@ Tensor sign(const Tensor& x, std::source_location loc = std::source_location::cu
 Tensor clamp(const Tensor& x, const std::optional<Scalar>& min,
              const std::optional<Scalar>& max = std::nullopt,
              std::source_location loc = std::source_location::current());
+// clamp with tensor bounds, broadcast with x; an undefined Tensor leaves that side open (at
+// least one must be defined). A NaN bound gives NaN, and with min > max every element is max.
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max,
+             std::source_location loc = std::source_location::current());
+Tensor clamp_min(const Tensor& x, const Tensor& min,
+                 std::source_location loc = std::source_location::current());
+Tensor clamp_max(const Tensor& x, const Tensor& max,
+                 std::source_location loc = std::source_location::current());
+
+// Rounding: integer inputs are returned unchanged (a copy). round rounds half to even; with
+// decimals != 0 (floating inputs only) it rounds to that many decimal places, as torch.
+Tensor floor(const Tensor& x, std::source_location loc = std::source_location::current());
+Tensor ceil(const Tensor& x, std::source_location loc = std::source_location::current());
+Tensor trunc(const Tensor& x, std::source_location loc = std::source_location::current());
+Tensor round(const Tensor& x, int64_t decimals = 0,
+             std::source_location loc = std::source_location::current());
+// fmod: the remainder with the dividend's sign (C's fmod); remainder: with the divisor's sign
+// (Python's %). Integer division by zero throws.
+Tensor fmod(const Tensor& self, const Tensor& other,
+            std::source_location loc = std::source_location::current());
+Tensor fmod(const Tensor& self, const Scalar& other,
+            std::source_location loc = std::source_location::current());
+Tensor remainder(const Tensor& self, const Tensor& other,
+                 std::source_location loc = std::source_location::current());
+Tensor remainder(const Tensor& self, const Scalar& other,
+                 std::source_location loc = std::source_location::current());
+Tensor reciprocal(const Tensor& x, std::source_location loc = std::source_location::current());
+// self + weight * (end - self), for floating self and end of one dtype.
+Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight,
+            std::source_location loc = std::source_location::current());
+Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight,
+            std::source_location loc = std::source_location::current());
+
+// Activations with torch.nn.functional's defaults; integer inputs give float32 results.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01,
+                  std::source_location loc = std::source_location::current());
+Tensor elu(const Tensor& x, double alpha = 1.0,
+           std::source_location loc = std::source_location::current());
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0,
+                std::source_location loc = std::source_location::current());
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0,
+                std::source_location loc = std::source_location::current());
+Tensor hardswish(const Tensor& x, std::source_location loc = std::source_location::current());
+Tensor mish(const Tensor& x, std::source_location loc = std::source_location::current());
+
 // Elementwise max/min with broadcasting; NaN propagates.
 Tensor maximum(const Tensor& a, const Tensor& b,
                std::source_location loc = std::source_location::current());

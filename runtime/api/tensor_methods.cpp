@@ -326,6 +326,10 @@ KILN_UNARY_METHOD(sin)
 KILN_UNARY_METHOD(cos)
 KILN_UNARY_METHOD(erf)
 KILN_UNARY_METHOD(silu)
+KILN_UNARY_METHOD(floor)
+KILN_UNARY_METHOD(ceil)
+KILN_UNARY_METHOD(trunc)
+KILN_UNARY_METHOD(reciprocal)
 KILN_UNARY_METHOD(logical_not)
 KILN_UNARY_METHOD(max)
 KILN_UNARY_METHOD(min)
@@ -337,6 +341,10 @@ KILN_UNARY_METHOD(min)
   }
 KILN_BINARY_METHOD(pow, Tensor)
 KILN_BINARY_METHOD(pow, Scalar)
+KILN_BINARY_METHOD(fmod, Tensor)
+KILN_BINARY_METHOD(fmod, Scalar)
+KILN_BINARY_METHOD(remainder, Tensor)
+KILN_BINARY_METHOD(remainder, Scalar)
 KILN_BINARY_METHOD(maximum, Tensor)
 KILN_BINARY_METHOD(minimum, Tensor)
 KILN_BINARY_METHOD(eq, Tensor)
@@ -361,6 +369,24 @@ Tensor Tensor::gelu(const std::string& approximate, std::source_location loc) co
 Tensor Tensor::clamp(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi,
                      std::source_location loc) const {
   return kiln::clamp(*this, lo, hi, loc);
+}
+Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi, std::source_location loc) const {
+  return kiln::clamp(*this, lo, hi, loc);
+}
+Tensor Tensor::clamp_min(const Tensor& lo, std::source_location loc) const {
+  return kiln::clamp_min(*this, lo, loc);
+}
+Tensor Tensor::clamp_max(const Tensor& hi, std::source_location loc) const {
+  return kiln::clamp_max(*this, hi, loc);
+}
+Tensor Tensor::round(int64_t decimals, std::source_location loc) const {
+  return kiln::round(*this, decimals, loc);
+}
+Tensor Tensor::lerp(const Tensor& end, const Tensor& weight, std::source_location loc) const {
+  return kiln::lerp(*this, end, weight, loc);
+}
+Tensor Tensor::lerp(const Tensor& end, const Scalar& weight, std::source_location loc) const {
+  return kiln::lerp(*this, end, weight, loc);
 }
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value,
                            std::source_location loc) const {

@@ -9,23 +9,6 @@ namespace {
 
 // ---- maximum / minimum ----
 
-template <class Math>
-void binary_nocoef_kernel(const OpDef& op, std::span<const Tensor> outputs,
-                          std::span<const Tensor> inputs, const void*) {
-  DType dtype = outputs[0].dtype();
-  CastInputs cast = cast_inputs(inputs, dtype);
-  TensorIterator it(outputs, cast);
-  KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
-    binary_loop<T, T>(it, [](compute_t<T> a, compute_t<T> b) { return Math()(a, b); });
-  });
-}
-
-template <class Math>
-kir::Val binary_nocoef_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType result) {
-  return math_expr(
-      result, [&] { return Math()(operand_expr(in[0], result), operand_expr(in[1], result)); });
-}
-
 struct MaximumMath {
   template <class V>
   V operator()(V a, V b) const {

@@ -180,6 +180,19 @@ void binary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
   });
 }
 
+// Binary tensor-tensor without alpha (maximum, fmod, clamp_min, ...): Math is
+// `operator()(V a, V b)`.
+template <class Math>
+void binary_nocoef_kernel(const OpDef& op, std::span<const Tensor> outputs,
+                          std::span<const Tensor> inputs, const void*) {
+  DType dtype = outputs[0].dtype();
+  CastInputs cast = cast_inputs(inputs, dtype);
+  TensorIterator it(outputs, cast);
+  KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
+    binary_loop<T, T>(it, [](compute_t<T> a, compute_t<T> b) { return Math()(a, b); });
+  });
+}
+
 // Binary tensor-scalar: the scalar is an attribute, so the loop is unary.
 template <class Math>
 void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
@@ -254,6 +267,12 @@ kir::Val binary_expr(const OpDef&, std::span<const kir::Val> in, const void* att
 }
 
 template <class Math>
+kir::Val binary_nocoef_expr(const OpDef&, std::span<const kir::Val> in, const void*, DType result) {
+  return math_expr(
+      result, [&] { return Math()(operand_expr(in[0], result), operand_expr(in[1], result)); });
+}
+
+template <class Math>
 kir::Val scalar_operand_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs,
                              DType result) {
   const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
@@ -300,8 +319,10 @@ void inplace_kernel(const OpDef& op, std::span<const Tensor> outputs,
 }
 
 // ---- registration of the family's files ----
-void register_pointwise_math_ops(OpTable& table);     // pointwise_math_ops.cpp
-void register_pointwise_compare_ops(OpTable& table);  // pointwise_compare_ops.cpp
+void register_pointwise_math_ops(OpTable& table);        // pointwise_math_ops.cpp
+void register_pointwise_compare_ops(OpTable& table);     // pointwise_compare_ops.cpp
+void register_pointwise_rounding_ops(OpTable& table);    // pointwise_rounding_ops.cpp
+void register_pointwise_activation_ops(OpTable& table);  // pointwise_activation_ops.cpp
 
 // A unary op's math as a functor over any value type: KILN_MATH1(ExpMath, math::exp_(x)).
 #define KILN_MATH1(Name, expr) \

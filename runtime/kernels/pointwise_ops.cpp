@@ -83,6 +83,8 @@ void register_pointwise_ops(OpTable& table) {
       inplace_kernel<unary_kernel<ReluMath>, unary_dtype_rule<Promote::NoBool>>;
   register_pointwise_math_ops(table);
   register_pointwise_compare_ops(table);
+  register_pointwise_rounding_ops(table);
+  register_pointwise_activation_ops(table);
 }
 
 }  // namespace kiln

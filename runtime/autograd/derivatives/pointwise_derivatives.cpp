@@ -1,6 +1,7 @@
 // Derivative formulas of the pointwise family (Note [Gradient shapes] in derivative.h): the
-// arithmetic ops and their in-place twins, the float functions, pow, gelu, and the selecting
-// ops (clamp, maximum/minimum, where, masked_fill). They follow PyTorch's derivatives.yaml, so
+// arithmetic ops and their in-place twins, the float functions, pow, gelu, the selecting ops
+// (clamp, maximum/minimum, where, masked_fill), rounding and remainders, the activations and
+// lerp. They follow PyTorch's derivatives.yaml, so
 // gradients at kinks and ties (relu at 0, abs at 0, maximum on equal operands) match torch.
 //
 // Every formula is built from dispatcher ops, so create_graph differentiates it again and the
@@ -10,6 +11,7 @@
 
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/ops.h"
+#include "kiln/runtime/kernels/pointwise_activation_attrs.h"
 #include "kiln/runtime/kernels/pointwise_attrs.h"
 #include "kiln/runtime/op_table.h"
 
@@ -96,8 +98,9 @@ Tensor rsqrt_grad(const GradArgs& a) {
 Tensor abs_grad(const GradArgs& a) {
   return a.grad() * sign(self_of(a));
 }
-// sign is piecewise constant: a zero gradient, independent of grad's values (inf stays 0).
-Tensor sign_grad(const GradArgs& a) {
+// sign, floor, ceil, round and trunc are piecewise constant: a zero gradient, independent of
+// grad's values (inf stays 0), as torch.
+Tensor zero_grad(const GradArgs& a) {
   return zeros_like(a.grad());
 }
 // silu(x) = x s(x): the derivative s (1 + x (1 - s)).
@@ -250,6 +253,124 @@ Grads masked_fill_backward(const GradArgs& a) {
   return {a.needs(0) ? a.grad().masked_fill(a.inputs[1], 0) : Tensor(), Tensor()};
 }
 
+// ---- rounding, remainders, the activations, lerp, clamp with tensor bounds ----
+
+// grad where `keep` holds, 0 elsewhere (NaN comparisons are false, so they give 0).
+Tensor grad_where(const Tensor& grad, const Tensor& keep) {
+  return grad.masked_fill(logical_not(keep), 0);
+}
+
+// d(1/x) = -1/x^2, from the saved result.
+Tensor reciprocal_grad(const GradArgs& a) {
+  const Tensor& r = result_of(a);
+  return -a.grad() * (r * r);
+}
+// The slope for x <= 0, as torch's leaky_relu_backward.
+Tensor leaky_relu_grad(const GradArgs& a) {
+  const Tensor& x = self_of(a);
+  return where(x > 0, a.grad(), a.grad() * a.attrs_as<LeakyReluAttrs>().negative_slope);
+}
+Tensor elu_grad(const GradArgs& a) {
+  const Tensor& x = self_of(a);
+  return where(x > 0, a.grad(), a.grad() * (exp(x) * a.attrs_as<EluAttrs>().alpha));
+}
+// sigmoid(x beta) below the threshold, 1 above it (where the forward is x).
+Tensor softplus_grad(const GradArgs& a) {
+  const auto& at = a.attrs_as<SoftplusAttrs>();
+  Tensor xb = self_of(a) * at.beta;
+  return where(xb > at.threshold, a.grad(), a.grad() * sigmoid(xb));
+}
+// Zero at and outside the bounds, as torch's hardtanh_backward.
+Tensor hardtanh_grad(const GradArgs& a) {
+  const auto& at = a.attrs_as<HardtanhAttrs>();
+  const Tensor& x = self_of(a);
+  return grad_where(a.grad(), logical_and(x > at.min_val, x < at.max_val));
+}
+// 0 up to -3, x / 3 + 1/2 between, 1 from 3 on, as torch's hardswish_backward.
+Tensor hardswish_grad(const GradArgs& a) {
+  const Tensor& x = self_of(a);
+  Tensor inner = where(x < 3, a.grad() * (x / 3 + 0.5), a.grad());
+  return grad_where(inner, x > -3);
+}
+// mish' = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2) with sp = softplus(x), as torch.
+Tensor mish_grad(const GradArgs& a) {
+  const Tensor& x = self_of(a);
+  Tensor t = tanh(log1p(exp(x)));
+  return a.grad() * (t + x * sigmoid(x) * (1 - t * t));
+}
+
+// remainder(a, b) = a - b floor(a / b) and fmod(a, b) = a - b trunc(a / b).
+Grads remainder_backward(const GradArgs& a) {
+  const Tensor& self = a.inputs[0];
+  const Tensor& other = a.inputs[1];
+  return {a.needs(0) ? a.grad() : Tensor(),
+          a.needs(1) ? -a.grad() * floor(self / other) : Tensor()};
+}
+Grads fmod_backward(const GradArgs& a) {
+  const Tensor& self = a.inputs[0];
+  const Tensor& other = a.inputs[1];
+  return {a.needs(0) ? a.grad() : Tensor(),
+          a.needs(1) ? -a.grad() * trunc(self / other) : Tensor()};
+}
+
+Grads lerp_backward(const GradArgs& a) {
+  const Tensor& self = a.inputs[0];
+  const Tensor& end = a.inputs[1];
+  const Tensor& weight = a.inputs[2];
+  return {a.needs(0) ? a.grad() * (1 - weight) : Tensor(),
+          a.needs(1) ? a.grad() * weight : Tensor(),
+          a.needs(2) ? a.grad() * (end - self) : Tensor()};
+}
+Grads lerp_scalar_backward(const GradArgs& a) {
+  double w = a.attrs_as<LerpAttrs>().weight.to_double();
+  return {a.needs(0) ? a.grad() * (1 - w) : Tensor(), a.needs(1) ? a.grad() * w : Tensor()};
+}
+
+// grad where `keep` holds, halved where `tie` holds.
+Tensor split_where(const Tensor& grad, const Tensor& keep, const Tensor& tie) {
+  return grad_where(where(tie, grad / 2, grad), keep);
+}
+
+// clamp with tensor bounds, as torch (2.x) differentiates it: the output follows x inside
+// [min, max], the bound beyond it, and max alone where min > max. At a tie x == min or x == max
+// (with min < max) x and that bound share the gradient in halves, as maximum and minimum do; with
+// min == max == x, x takes it all. NaN in x fails every comparison, so x takes the gradient.
+Grads clamp_tensor_backward(const GradArgs& a) {
+  const Tensor& x = a.inputs[0];
+  const Tensor& lo = a.inputs[1];
+  const Tensor& hi = a.inputs[2];
+  Tensor at_lo = x == lo, at_hi = x == hi, ordered = lo<hi, crossed = lo> hi;
+  Grads g(3);
+  if (a.needs(0)) {
+    g[0] = split_where(a.grad(), logical_not(logical_or(x<lo, x> hi)), at_lo != at_hi);
+  }
+  if (a.needs(1)) {
+    Tensor active = logical_or(x < lo, logical_and(at_lo, ordered));
+    g[1] = split_where(a.grad(), logical_and(active, logical_not(crossed)), at_lo);
+  }
+  if (a.needs(2)) {
+    Tensor active = logical_or(x > hi, logical_and(at_hi, ordered));
+    g[2] = where(crossed, a.grad(), split_where(a.grad(), active, at_hi));
+  }
+  return g;
+}
+// clamp with one tensor bound is maximum(x, min) or minimum(x, max), and differentiates as those
+// do (torch): ties split the gradient in halves, and NaN in x gives it to both.
+Grads clamp_min_backward(const GradArgs& a) {
+  const Tensor& x = a.inputs[0];
+  const Tensor& lo = a.inputs[1];
+  Tensor tie = x == lo;
+  return {a.needs(0) ? split_where(a.grad(), logical_not(x < lo), tie) : Tensor(),
+          a.needs(1) ? split_where(a.grad(), logical_not(x > lo), tie) : Tensor()};
+}
+Grads clamp_max_backward(const GradArgs& a) {
+  const Tensor& x = a.inputs[0];
+  const Tensor& hi = a.inputs[1];
+  Tensor tie = x == hi;
+  return {a.needs(0) ? split_where(a.grad(), logical_not(x > hi), tie) : Tensor(),
+          a.needs(1) ? split_where(a.grad(), logical_not(x < hi), tie) : Tensor()};
+}
+
 // Sets the formula and saved-value masks of each named op (an op and its in-place twin).
 void set(OpTable& table, std::initializer_list<std::string_view> names, autograd::DerivativeFn f,
          uint32_t save_inputs, uint32_t save_outputs) {
@@ -283,7 +404,7 @@ void register_pointwise_derivatives(OpTable& table) {
   set(table, {"sqrt"}, unary<sqrt_grad>, kSaveNone, kResult);
   set(table, {"rsqrt"}, unary<rsqrt_grad>, kSaveNone, kResult);
   set(table, {"abs"}, unary<abs_grad>, kSelf, kSaveNone);
-  set(table, {"sign"}, unary<sign_grad>, kSaveNone, kSaveNone);
+  set(table, {"sign"}, unary<zero_grad>, kSaveNone, kSaveNone);
   set(table, {"silu"}, unary<silu_grad>, kSelf, kSaveNone);
   set(table, {"sin"}, unary<sin_grad>, kSelf, kSaveNone);
   set(table, {"cos"}, unary<cos_grad>, kSelf, kSaveNone);
@@ -299,6 +420,25 @@ void register_pointwise_derivatives(OpTable& table) {
   set(table, {"minimum"}, minimum_backward, kSelf | kOther, kSaveNone);
   set(table, {"where"}, where_backward, save_bit(0), kSaveNone);
   set(table, {"masked_fill", "masked_fill_"}, masked_fill_backward, save_bit(1), kSaveNone);
+
+  // Rounding, remainders, the activations, lerp and the tensor clamps.
+  constexpr uint32_t kThree = kSelf | kOther | save_bit(2);
+  set(table, {"floor", "ceil", "round", "trunc"}, unary<zero_grad>, kSaveNone, kSaveNone);
+  set(table, {"fmod_scalar", "remainder_scalar"}, unary<identity_grad>, kSaveNone, kSaveNone);
+  set(table, {"fmod"}, fmod_backward, kSelf | kOther, kSaveNone);
+  set(table, {"remainder"}, remainder_backward, kSelf | kOther, kSaveNone);
+  set(table, {"reciprocal"}, unary<reciprocal_grad>, kSaveNone, kResult);
+  set(table, {"leaky_relu"}, unary<leaky_relu_grad>, kSelf, kSaveNone);
+  set(table, {"elu"}, unary<elu_grad>, kSelf, kSaveNone);
+  set(table, {"softplus"}, unary<softplus_grad>, kSelf, kSaveNone);
+  set(table, {"hardtanh"}, unary<hardtanh_grad>, kSelf, kSaveNone);
+  set(table, {"hardswish"}, unary<hardswish_grad>, kSelf, kSaveNone);
+  set(table, {"mish"}, unary<mish_grad>, kSelf, kSaveNone);
+  set(table, {"lerp"}, lerp_backward, kThree, kSaveNone);
+  set(table, {"lerp_scalar"}, lerp_scalar_backward, kSaveNone, kSaveNone);
+  set(table, {"clamp_tensor"}, clamp_tensor_backward, kThree, kSaveNone);
+  set(table, {"clamp_min"}, clamp_min_backward, kSelf | kOther, kSaveNone);
+  set(table, {"clamp_max"}, clamp_max_backward, kSelf | kOther, kSaveNone);
 }
 
 }  // namespace kiln
