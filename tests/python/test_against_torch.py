@@ -173,3 +173,140 @@ def test_composite_gradients_match_torch():
     for g, t in zip(ours, theirs):
         for a, b in zip(sum(g, []), sum(t, [])):
             assert a == pytest.approx(b, rel=1e-5, abs=1e-6)
+
+
+# Values at the kinks and ties of the rounding ops and activations, and ordinary ones.
+_KINKS = [-4.0, -3.0, -2.5, -1.5, -1.0, -0.7, -0.5, -0.3, 0.0, 0.3, 0.5, 0.7, 1.0, 1.5, 2.5, 3.0,
+          3.5, 25.0]
+
+
+def _flat(v):
+    """Nested lists flattened, so that pytest.approx can compare them."""
+    if isinstance(v, list):
+        return [x for item in v for x in _flat(item)]
+    return [v]
+
+
+def _pointwise_calls():
+    F = "nn.functional."
+    return [
+        ("floor", {}), ("ceil", {}), ("round", {}), ("trunc", {}), ("reciprocal", {}),
+        ("round", {"decimals": 1}), ("round", {"decimals": -1}),
+        (F + "leaky_relu", {}), (F + "leaky_relu", {"negative_slope": 0.2}),
+        (F + "elu", {}), (F + "elu", {"alpha": 0.5}), (F + "softplus", {}),
+        (F + "softplus", {"beta": 2.0, "threshold": 5.0}), (F + "hardtanh", {}),
+        (F + "hardtanh", {"min_val": -2.0, "max_val": 0.5}), (F + "hardswish", {}),
+        (F + "mish", {}),
+    ]
+
+
+def _resolve(m, name):
+    obj = m
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize("name,kwargs", _pointwise_calls(),
+                         ids=[f"{n}{k}" for n, k in _pointwise_calls()])
+def test_pointwise_values_and_gradients_match_torch(name, kwargs):
+    def run(m):
+        x = m.tensor(_KINKS, dtype=m.float64, requires_grad=True)
+        y = _resolve(m, name)(x, **kwargs)
+        (y * m.arange(len(_KINKS), dtype=m.float64)).sum().backward()
+        return y.tolist(), x.grad.tolist()
+
+    (y, g), (ty, tg) = _both(run)
+    assert y == pytest.approx(ty, rel=1e-12, abs=1e-15)
+    assert g == pytest.approx(tg, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "trunc", "reciprocal"])
+def test_pointwise_integer_inputs_match_torch(name):
+    def run(m):
+        y = _resolve(m, name)(m.tensor([-3, -1, 1, 2, 7]))
+        return y.tolist(), str(y.dtype).split(".")[-1]
+
+    ours, theirs = _both(run)
+    assert ours[1] == theirs[1]
+    assert ours[0] == pytest.approx(theirs[0], rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["remainder", "fmod"])
+def test_remainder_and_fmod_match_torch(name):
+    def run(m):
+        a = m.tensor([[5.5, -5.5, 6.0, -6.0, 0.25, -7.0]], dtype=m.float64, requires_grad=True)
+        b = m.tensor([[2.0], [-2.0], [1.5], [-0.75]], dtype=m.float64, requires_grad=True)
+        y = getattr(m, name)(a, b)
+        (y * y).sum().backward()
+        ints = getattr(m, name)(m.tensor([7, -7, 7, -7, 0]), m.tensor([3, 3, -3, -3, 5]))
+        scalar = getattr(m, name)(m.tensor([7, -7, 6]), -4)
+        floats = getattr(m.Tensor, name)(m.tensor([7, -7, 6]), 2.5)
+        return (y.tolist(), a.grad.tolist(), b.grad.tolist(), ints.tolist(), scalar.tolist(),
+                floats.tolist(), str(floats.dtype).split(".")[-1])
+
+    ours, theirs = _both(run)
+    for a, b in zip(ours, theirs):
+        assert (_flat(a) == pytest.approx(_flat(b), rel=1e-12)) if isinstance(a, list) else a == b
+
+
+def test_integer_division_by_zero_raises_like_torch():
+    for m in (kiln, torch):
+        with pytest.raises(Exception, match="ZeroDivisionError"):
+            m.remainder(m.tensor([1, 2]), m.tensor([1, 0]))
+        with pytest.raises(Exception, match="ZeroDivisionError"):
+            m.fmod(m.tensor([1, 2]), 0)
+
+
+def test_lerp_matches_torch():
+    def run(m):
+        a = m.tensor([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0]], dtype=m.float64, requires_grad=True)
+        b = m.tensor([4.0, 2.0, -3.0], dtype=m.float64, requires_grad=True)
+        w = m.tensor([[0.0], [0.75]], dtype=m.float64, requires_grad=True)
+        y = m.lerp(a, b, w) + a.lerp(b, 0.3) + m.lerp(a, b, 1.0)
+        (y * y).sum().backward()
+        return y.tolist(), a.grad.tolist(), b.grad.tolist(), w.grad.tolist()
+
+    ours, theirs = _both(run)
+    for a, b in zip(ours, theirs):
+        assert _flat(a) == pytest.approx(_flat(b), rel=1e-12)
+
+
+def test_clamp_with_tensor_bounds_matches_torch():
+    def run(m):
+        x = m.tensor([[-3.0, -1.0, 0.0, 0.5, 2.0, 4.0]], dtype=m.float64, requires_grad=True)
+        lo = m.tensor([[-1.0], [1.0]], dtype=m.float64, requires_grad=True)
+        hi = m.tensor([[2.0], [0.0]], dtype=m.float64, requires_grad=True)  # second row: min > max
+        y = m.clamp(x, lo, hi) + m.clamp(x, min=lo) + x.clamp(max=hi) + x.clamp(lo, None)
+        (y * y).sum().backward()
+        ints = m.clamp(m.tensor([-5, 0, 5]), m.tensor([-1, -1, -1]), m.tensor([1, 1, 1]))
+        nan = m.clamp(m.tensor([0.5, 0.5]), m.tensor([float("nan"), 0.0]), m.tensor([1.0, 1.0]))
+        return (y.tolist(), x.grad.tolist(), lo.grad.tolist(), hi.grad.tolist(), ints.tolist(),
+                str(nan[0].item()), nan[1].item())
+
+    ours, theirs = _both(run)
+    for a, b in zip(ours, theirs):
+        assert (_flat(a) == pytest.approx(_flat(b), rel=1e-12)) if isinstance(a, list) else a == b
+
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize("x,lo,hi", [(0.0, 0.0, 1.0), (1.0, 0.0, 1.0), (0.0, 0.0, 0.0),
+                                     (0.0, 1.0, 0.0), (1.0, 1.0, 0.0), (2.0, 1.0, 1.0),
+                                     (0.0, 1.0, 1.0), (_NAN, 1.0, 0.0), (0.0, _NAN, 1.0),
+                                     (0.5, 0.0, _NAN)])
+def test_clamp_tensor_gradients_at_ties_and_nan_match_torch(x, lo, hi):
+    def run(m):
+        grads = []
+        for bounds in ((lo, hi), (lo, None), (None, hi)):
+            ts = [m.tensor(v, dtype=m.float64, requires_grad=True) if v is not None else None
+                  for v in (x,) + bounds]
+            y = m.clamp(ts[0], ts[1], ts[2])
+            y.backward()
+            grads.append([t.grad.item() for t in ts if t is not None])
+            grads.append(str(y.item()))
+        return grads
+
+    ours, theirs = _both(run)
+    assert ours == theirs

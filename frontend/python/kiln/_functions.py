@@ -91,6 +91,28 @@ def _all_true(t):
     return _nn.all(t, [], False).item()
 
 
+def clamp(input, min=None, max=None):
+    """torch.clamp: number bounds (the clamp op) or tensor bounds, which broadcast with input."""
+    if not isinstance(min, _C.Tensor) and not isinstance(max, _C.Tensor):
+        return _C.ops.clamp(input, min=min, max=max)
+    if min is not None and not isinstance(min, _C.Tensor):
+        min = _C.tensor(min)
+    if max is not None and not isinstance(max, _C.Tensor):
+        max = _C.tensor(max)
+    if min is None:
+        return _C.ops.clamp_max(input, max)
+    if max is None:
+        return _C.ops.clamp_min(input, min)
+    return _C.ops.clamp_tensor(input, min, max)
+
+
+def lerp(input, end, weight):
+    """torch.lerp with a tensor or a number as weight."""
+    if isinstance(weight, _C.Tensor):
+        return _C.ops.lerp(input, end, weight)
+    return _C.ops.lerp_scalar(input, end, weight=weight)
+
+
 def _type(self, dtype=None):
     if dtype is None:
         return f"kiln.{str(self.dtype).split('.')[-1]}Tensor"
@@ -117,6 +139,8 @@ def _new_factory(make):
     return method
 
 
+_C.Tensor.clamp = clamp
+_C.Tensor.lerp = lerp
 _C.Tensor.type = _type
 _C.Tensor.norm = _norm
 _C.Tensor.new_zeros = _new_factory(_C.zeros)

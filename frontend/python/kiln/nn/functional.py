@@ -211,3 +211,37 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                      dilation=1):
     return _nn.conv_transpose2d(input, weight, bias, _ints(stride), _ints(padding),
                                 _ints(output_padding), groups, _ints(dilation))
+
+
+def _not_inplace(fn, inplace):
+    if inplace:
+        raise NotImplementedError(f"{fn}(inplace=True) is not supported")
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _not_inplace("leaky_relu", inplace)
+    return _ops.leaky_relu(input, negative_slope=negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    _not_inplace("elu", inplace)
+    return _ops.elu(input, alpha=alpha)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _ops.softplus(input, beta=beta, threshold=threshold)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    _not_inplace("hardtanh", inplace)
+    return _ops.hardtanh(input, min_val=min_val, max_val=max_val)
+
+
+def hardswish(input, inplace=False):
+    _not_inplace("hardswish", inplace)
+    return _ops.hardswish(input)
+
+
+def mish(input, inplace=False):
+    _not_inplace("mish", inplace)
+    return _ops.mish(input)
