@@ -1,7 +1,6 @@
 // The activation functions of torch.nn.functional beyond relu, gelu and silu (leaky_relu, elu,
 // softplus, hardtanh, hardswish, mish), lerp, reciprocal and clamp with tensor bounds, each
-// as torch computes it. Written in the primitives of
-// pointwise_math.h.
+// as torch computes it. Written in the primitives of pointwise_math.h.
 #pragma once
 
 #include "kiln/base/pointwise_math.h"

@@ -2,10 +2,10 @@
 // the primitives of pointwise_math.h, plus fmod.
 #pragma once
 
-#include "kiln/base/pointwise_math.h"
-
 #include <cmath>
 #include <type_traits>
+
+#include "kiln/base/pointwise_math.h"
 
 namespace kiln::math {
 
