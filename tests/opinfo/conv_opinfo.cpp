@@ -72,7 +72,7 @@ std::vector<ConvCase> conv2d_cases() {
 }
 
 KILN_REGISTER_OPINFO(conv2d, [] {
-  OpInfo info{"conv2d", {"slice", "stack", "bmm", "mm", "cat", "add"}};
+  OpInfo info{"conv2d", {"slice", "cat", "bmm", "add"}};
   info.samples = [] {
     std::vector<Sample> out;
     uint32_t seed = 950;
@@ -111,7 +111,7 @@ KILN_REGISTER_OPINFO(conv2d, [] {
 }());
 
 KILN_REGISTER_OPINFO(conv1d, [] {
-  OpInfo info{"conv1d", {"slice", "stack", "bmm", "unsqueeze", "squeeze"}};
+  OpInfo info{"conv1d", {"slice", "cat", "bmm", "unsqueeze", "squeeze"}};
   info.samples = [] {
     // conv1d is conv2d over a height of 1: the same reference with h = 1.
     const std::vector<ConvCase> cases = {

@@ -417,7 +417,7 @@ KILN_REGISTER_OPINFO(adaptive_avg_pool2d, [] {
 }());
 
 KILN_REGISTER_OPINFO(max_pool2d, [] {
-  OpInfo info{"max_pool2d", {"full", "slice", "copy_", "stack", "max", "index_select"}};
+  OpInfo info{"max_pool2d", {"full", "slice", "copy_", "cat", "max", "index_select"}};
   info.samples = [] {
     std::vector<Sample> out;
     uint32_t seed = 900;

@@ -156,3 +156,43 @@ def test_conv_errors_use_torch_wording():
         KF.conv2d(kiln.ones(1, 1, 5, 5), kiln.ones(1, 1, 3, 3), stride=2, padding="same")
     with pytest.raises(kiln.KilnError, match="Kernel size can't be greater than actual input"):
         KF.conv2d(kiln.ones(1, 1, 2, 2), kiln.ones(1, 1, 3, 3))
+
+
+def test_small_cnn_trains_the_same_eagerly_and_compiled():
+    # conv -> batch norm (training, running statistics) -> relu -> max pool -> linear, with SGD.
+    def make_params():
+        kiln.manual_seed(0)
+        return {
+            "conv": (kiln.randn(4, 2, 3, 3) * 0.3).requires_grad_(),
+            "gamma": kiln.ones(4, requires_grad=True),
+            "beta": kiln.zeros(4, requires_grad=True),
+            "fc": (kiln.randn(3, 4 * 3 * 3) * 0.2).requires_grad_(),
+            "mean": kiln.zeros(4),
+            "var": kiln.ones(4),
+        }
+
+    def loss_fn(x, y, p):
+        h = KF.conv2d(x, p["conv"], padding=1)
+        h = KF.batch_norm(h, p["mean"], p["var"], p["gamma"], p["beta"], training=True)
+        h = KF.max_pool2d(KF.relu(h), 2)
+        return KF.cross_entropy(KF.linear(h.flatten(1), p["fc"]), y)
+
+    eager, comp = make_params(), make_params()
+    compiled = kiln.compile(loss_fn)
+    kiln.manual_seed(1)
+    for step in range(4):
+        x = kiln.randn(5, 2, 6, 6)
+        y = kiln.tensor([0, 2, 1, 1, 0])
+        losses = []
+        for params, fn in ((eager, loss_fn), (comp, compiled)):
+            loss = fn(x, y, params)
+            loss.backward()
+            with kiln.no_grad():
+                for name in ("conv", "gamma", "beta", "fc"):
+                    params[name] -= 0.1 * params[name].grad
+                    params[name].grad = None
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) <= 1e-5 * (1 + abs(losses[0])), (step, losses)
+    for name in ("conv", "fc", "mean", "var"):
+        assert kiln.allclose(eager[name], comp[name], rtol=1e-5, atol=1e-6), name
+    assert compiled.stats()["eager_calls"] == 0
