@@ -20,6 +20,7 @@ OpTable& OpTable::instance() {
     register_row_programs(*t);
     register_indexing_ops(*t);
     register_random_ops(*t);
+    register_sort_ops(*t);
     register_cuda_kernels(*t);
     register_pointwise_derivatives(*t);
     register_reduction_derivatives(*t);
@@ -28,6 +29,7 @@ OpTable& OpTable::instance() {
     register_shape_derivatives(*t);
     register_indexing_derivatives(*t);
     register_random_derivatives(*t);
+    register_sort_derivatives(*t);
     register_autograd_kernels(*t);
     register_tracer_kernels(*t);
     return t;

@@ -284,6 +284,17 @@ class Tensor {
                 std::source_location loc = std::source_location::current()) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src,
                      std::source_location loc = std::source_location::current()) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false,
+                                  std::source_location loc = std::source_location::current()) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false,
+                 std::source_location loc = std::source_location::current()) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true,
+                                  std::source_location loc = std::source_location::current()) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt,
+                std::source_location loc = std::source_location::current()) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt,
+                 std::source_location loc = std::source_location::current()) const;
 
   // ---- in-place ops (const, like copy_: they modify the data, not the handle) ----
   const Tensor& add_(const Tensor& other, const Scalar& alpha = 1,

@@ -14,3 +14,4 @@
 #include "kiln/runtime/api/random_ops.h"
 #include "kiln/runtime/api/reduction_ops.h"
 #include "kiln/runtime/api/shape_ops.h"
+#include "kiln/runtime/api/sort_ops.h"

@@ -470,6 +470,23 @@ Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src,
                            std::source_location loc) const {
   return kiln::scatter_add(*this, dim, index, src, loc);
 }
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending, bool stable,
+                                        std::source_location loc) const {
+  return kiln::sort(*this, dim, descending, stable, loc);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending, bool stable, std::source_location loc) const {
+  return kiln::argsort(*this, dim, descending, stable, loc);
+}
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted,
+                                        std::source_location loc) const {
+  return kiln::topk(*this, k, dim, largest, sorted, loc);
+}
+Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype, std::source_location loc) const {
+  return kiln::cumsum(*this, dim, dtype, loc);
+}
+Tensor Tensor::cumprod(int64_t dim, std::optional<DType> dtype, std::source_location loc) const {
+  return kiln::cumprod(*this, dim, dtype, loc);
+}
 
 // ---- in-place methods ----
 const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, std::source_location loc) const {

@@ -153,17 +153,7 @@ void index_reduce(const OpDef& op, const Tensor& input, const DimIndexAttrs& a,
       }
     });
   };
-  switch (compute) {
-    case kFloat32:
-      run.template operator()<float>();
-      break;
-    case kFloat64:
-      run.template operator()<double>();
-      break;
-    default:
-      run.template operator()<int64_t>();
-      break;
-  }
+  with_compute_type(compute, run);
   if (values != nullptr && !vals.is_same(*values)) values->copy_(vals);
 }
 

@@ -50,6 +50,20 @@ DType reduction_compute_dtype(DType t);
 
 inline constexpr int64_t kReduceGrain = 32768;
 
+// f.template operator()<T>() with T the C++ type of a compute dtype of reduction_compute_dtype
+// (float, double, or int64_t for the integers).
+template <class F>
+void with_compute_type(DType compute, F&& f) {
+  switch (compute) {
+    case kFloat32:
+      return f.template operator()<float>();
+    case kFloat64:
+      return f.template operator()<double>();
+    default:
+      return f.template operator()<int64_t>();
+  }
+}
+
 // The row form of an index reduction (max/min with indices, argmax/argmin) that the CPU and
 // CUDA kernels share: the input in reduction_compute_dtype with the reduced dim moved last and
 // made contiguous, `outer` rows of `r` elements (no dim: every element in one row). Rows are in
