@@ -60,13 +60,6 @@ std::string load(const std::string& at, DType t) {
   return from_storage(at, t);
 }
 
-std::string grid_stride_loop(const std::string& bound) {
-  return fmt::format(
-      "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-      "       i < (unsigned long long)({}); i += (unsigned long long)gridDim.x * blockDim.x) {{\n",
-      bound);
-}
-
 const char* const kIndexBetter =
     "#ifndef KILN_EAGER_INDEX_BETTER\n"
     "#define KILN_EAGER_INDEX_BETTER\n"
@@ -84,6 +77,13 @@ const char* const kIndexBetter =
     "#endif\n";
 
 }  // namespace
+
+std::string eager_grid_stride_loop(const std::string& bound) {
+  return fmt::format(
+      "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "       i < (unsigned long long)({}); i += (unsigned long long)gridDim.x * blockDim.x) {{\n",
+      bound);
+}
 
 CudaSource eager_gather_source(size_t element_bytes) {
   std::string t(bits_type(element_bytes));
@@ -106,7 +106,7 @@ CudaSource eager_gather_source(size_t element_bytes) {
       "  }}\n"
       "}}\n",
       fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("t", t),
-      fmt::arg("loop", grid_stride_loop("ix.numel")));
+      fmt::arg("loop", eager_grid_stride_loop("ix.numel")));
   src.entries.push_back(CudaEntry{base, Mapping::Elementwise, 0, kBlock, 1});
   return src;
 }
@@ -148,7 +148,8 @@ CudaSource eager_scatter_add_source(DType dtype) {
       "  }}\n"
       "}}\n",
       fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("st", st),
-      fmt::arg("loop", grid_stride_loop("ix.numel")), fmt::arg("slot", slot), fmt::arg("sum", sum));
+      fmt::arg("loop", eager_grid_stride_loop("ix.numel")), fmt::arg("slot", slot),
+      fmt::arg("sum", sum));
   src.entries.push_back(CudaEntry{base, Mapping::Elementwise, 0, kBlock, 1});
   return src;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "kiln/codegen/cuda/eager_pointwise.h"
 
@@ -27,6 +28,10 @@ CudaSource eager_scatter_add_source(DType dtype);
 // long long r): a block per row of the contiguous [outer, r] rows (in the compute dtype); the
 // row's first NaN, else its first extreme element. `values` may be null.
 CudaSource eager_index_reduce_source(DType compute, bool is_max);
+
+// The opening line of a grid-stride loop over i in [0, bound) (a C expression), for kernels
+// written as CUDA C text; the caller closes its brace.
+std::string eager_grid_stride_loop(const std::string& bound);
 
 // The `bad` argument of the kernels above: bad[0] is set to 1 and bad[1] to an index outside
 // [0, dim_size). Other

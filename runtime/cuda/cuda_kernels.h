@@ -40,5 +40,7 @@ void register_cuda_indexing_kernels(OpTable& table);
 // max/min with indices, argmax/argmin, nll_loss, logsumexp and var
 // (cuda_index_reduction_ops.cpp).
 void register_cuda_index_reduction_kernels(OpTable& table);
+// sort, argsort, topk, cumsum and cumprod (cuda_sort_ops.cpp).
+void register_cuda_sort_kernels(OpTable& table);
 
 }  // namespace kiln
