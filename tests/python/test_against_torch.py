@@ -65,6 +65,79 @@ def test_same_results_as_torch(expr):
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
 
 
+def _flat(t):
+    return t.reshape(-1).tolist()
+
+
+def _ties(m):
+    return m.tensor([[2.0, 1.0, 2.0, float("nan"), 1.0, 0.0], [3.0, 3.0, -1.0, 3.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("expr", [
+    lambda m: m.sort(_ties(m), stable=True),
+    lambda m: _ties(m).sort(dim=0, descending=True, stable=True),
+    lambda m: m.sort(_ties(m), dim=-1, descending=True, stable=True),
+    lambda m: m.sort(m.tensor([3, 1, 3, 2, 1]), stable=True),
+    lambda m: m.sort(m.tensor(5.0)),
+    lambda m: m.sort(m.zeros(2, 0), dim=1),
+    # topk without ties (torch's own topk orders ties arbitrarily; see the test below).
+    lambda m: m.topk(m.tensor([[2.0, 1.0, float("nan"), 0.5], [3.0, -1.0, 0.0, 4.0]]), 3),
+    lambda m: m.topk(m.tensor([[2.0, 1.0, 7.0], [3.0, -1.0, 0.0]]), 2, dim=0, largest=False),
+    lambda m: m.topk(m.tensor(5.0), 1),
+])
+def test_sort_and_topk_match_torch_with_ties_and_nan(expr):
+    ours, theirs = _both(expr)
+    assert _flat(ours.values) == pytest.approx(_flat(theirs.values), nan_ok=True)
+    assert _flat(ours.indices) == _flat(theirs.indices)
+    assert ours.values.shape == tuple(theirs.values.shape)
+    values, indices = ours  # unpacks as torch's named tuple
+    assert values.dtype == ours[0].dtype and indices.dtype == kiln.int64
+
+
+@pytest.mark.parametrize("k, dim, largest", [(3, -1, True), (2, 1, False), (1, 0, True),
+                                             (2, 0, False), (6, 1, True)])
+def test_topk_is_the_head_of_torchs_stable_sort(k, dim, largest):
+    """Kiln's topk keeps tied elements in input order: the first k of torch's stable sort."""
+    ours = kiln.topk(_ties(kiln), k, dim, largest)
+    want = torch.sort(_ties(torch), dim=dim, descending=largest, stable=True)
+    head = [v.narrow(dim, 0, k) for v in want]
+    assert _flat(ours.values) == pytest.approx(_flat(head[0]), nan_ok=True)
+    assert _flat(ours.indices) == _flat(head[1])
+    theirs = torch.topk(_ties(torch), k, dim, largest)  # the same values, whatever the ties
+    assert _flat(ours.values) == pytest.approx(_flat(theirs.values), nan_ok=True)
+
+
+@pytest.mark.parametrize("expr", [
+    lambda m: m.argsort(_ties(m), dim=1, stable=True),
+    lambda m: _ties(m).argsort(descending=True, stable=True),
+    lambda m: m.cumsum(m.tensor([[1.0, -2.0, 3.5], [0.25, 4.0, -1.0]]), 1),
+    lambda m: m.cumsum(m.tensor([[1, 2], [3, 4]], dtype=m.int32), 0),
+    lambda m: m.cumsum(m.tensor([True, False, True]), 0),
+    lambda m: m.cumsum(m.tensor([1, 2, 3]), 0, dtype=m.float64),
+    lambda m: m.tensor([[2.0, 0.0, 3.0], [-1.0, 0.5, 4.0]]).cumprod(-1),
+    lambda m: m.cumprod(m.tensor([1, -2, 3], dtype=m.int32), 0),
+    lambda m: m.cumsum(m.tensor(2.5), 0),
+])
+def test_argsort_and_scans_match_torch(expr):
+    ours, theirs = _both(expr)
+    assert _flat(ours) == pytest.approx(_flat(theirs))
+    assert ours.shape == tuple(theirs.shape)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+
+
+def test_sort_and_scan_gradients_match_torch():
+    def run(m):
+        x = m.tensor([[0.5, -1.0, 2.0, 0.0], [3.0, 0.0, 0.2, -0.3]], requires_grad=True)
+        w = m.tensor([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.25, 2.0]])
+        loss = (m.sort(x, 1).values * w).sum() + (m.topk(x, 2).values * w[:, :2]).sum()
+        loss = loss + (x.cumsum(1) * w).sum() + (x.cumprod(1) * w).sum()
+        loss.backward()
+        return _flat(x.grad)
+
+    ours, theirs = _both(run)
+    assert ours == pytest.approx(theirs, rel=1e-6, abs=1e-7)
+
+
 def test_repr_matches_torch():
     for make in (lambda m: m.tensor([1.0, 2.5]), lambda m: m.tensor([[1, 2], [3, 4]]),
                  lambda m: m.tensor(3.25), lambda m: m.tensor([1e-6, 1.0]),

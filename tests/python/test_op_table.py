@@ -105,6 +105,11 @@ SAMPLES = {
     "scatter_add": lambda: dict(self=t(3, 4), dim=1, index=kiln.tensor([[0, 3], [1, 1], [2, 0]]),
                                 src=t(3, 2)),
     "dropout": lambda: dict(self=t(3, 4), p=0.5, seed=1, offset=0),
+    "sort": lambda: dict(self=t(3, 4), dim=1, descending=True),
+    "argsort": lambda: dict(self=t(3, 4), dim=0),
+    "topk": lambda: dict(self=t(3, 4), k=2, dim=1),
+    "cumsum": lambda: dict(self=t(3, 4), dim=1),
+    "cumprod": lambda: dict(self=t(3, 4), dim=0),
 }
 
 

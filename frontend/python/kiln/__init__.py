@@ -82,6 +82,7 @@ from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
     where,
 )
 
+from ._sorting import argsort, cumprod, cumsum, sort, topk  # noqa: E402, A004
 from . import autograd, nn, utils  # noqa: E402, F401  (kiln.nn.functional, as torch.nn)
 
 import os as _os  # noqa: E402
