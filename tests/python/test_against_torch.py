@@ -138,6 +138,21 @@ def test_sort_and_scan_gradients_match_torch():
     assert ours == pytest.approx(theirs, rel=1e-6, abs=1e-7)
 
 
+def test_scan_and_sort_second_derivatives_match_torch():
+    """Second derivatives through the backward formulas (create_graph), zeros included."""
+    def run(m):
+        x = m.tensor([[0.5, 0.0, 2.0, -1.5], [3.0, 0.0, 0.0, -0.3]], dtype=m.float64,
+                     requires_grad=True)
+        y = (x.cumprod(1) ** 2).sum() + (x.cumsum(0) ** 3).sum() + (m.sort(x, 1).values ** 3).sum()
+        (g,) = m.autograd.grad(y, x, create_graph=True)
+        (gg,) = m.autograd.grad((g * g).sum(), x)
+        return _flat(g), _flat(gg)
+
+    (g, gg), (tg, tgg) = _both(run)
+    assert g == pytest.approx(tg, rel=1e-12, abs=1e-12)
+    assert gg == pytest.approx(tgg, rel=1e-12, abs=1e-12)
+
+
 def test_repr_matches_torch():
     for make in (lambda m: m.tensor([1.0, 2.5]), lambda m: m.tensor([[1, 2], [3, 4]]),
                  lambda m: m.tensor(3.25), lambda m: m.tensor([1e-6, 1.0]),
