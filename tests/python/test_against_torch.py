@@ -65,7 +65,7 @@ def test_same_results_as_torch(expr):
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
 
 
-def _flat(t):
+def _flat_list(t):
     return t.reshape(-1).tolist()
 
 
@@ -87,8 +87,8 @@ def _ties(m):
 ])
 def test_sort_and_topk_match_torch_with_ties_and_nan(expr):
     ours, theirs = _both(expr)
-    assert _flat(ours.values) == pytest.approx(_flat(theirs.values), nan_ok=True)
-    assert _flat(ours.indices) == _flat(theirs.indices)
+    assert _flat_list(ours.values) == pytest.approx(_flat_list(theirs.values), nan_ok=True)
+    assert _flat_list(ours.indices) == _flat_list(theirs.indices)
     assert ours.values.shape == tuple(theirs.values.shape)
     values, indices = ours  # unpacks as torch's named tuple
     assert values.dtype == ours[0].dtype and indices.dtype == kiln.int64
@@ -101,10 +101,10 @@ def test_topk_is_the_head_of_torchs_stable_sort(k, dim, largest):
     ours = kiln.topk(_ties(kiln), k, dim, largest)
     want = torch.sort(_ties(torch), dim=dim, descending=largest, stable=True)
     head = [v.narrow(dim, 0, k) for v in want]
-    assert _flat(ours.values) == pytest.approx(_flat(head[0]), nan_ok=True)
-    assert _flat(ours.indices) == _flat(head[1])
+    assert _flat_list(ours.values) == pytest.approx(_flat_list(head[0]), nan_ok=True)
+    assert _flat_list(ours.indices) == _flat_list(head[1])
     theirs = torch.topk(_ties(torch), k, dim, largest)  # the same values, whatever the ties
-    assert _flat(ours.values) == pytest.approx(_flat(theirs.values), nan_ok=True)
+    assert _flat_list(ours.values) == pytest.approx(_flat_list(theirs.values), nan_ok=True)
 
 
 @pytest.mark.parametrize("expr", [
@@ -120,7 +120,7 @@ def test_topk_is_the_head_of_torchs_stable_sort(k, dim, largest):
 ])
 def test_argsort_and_scans_match_torch(expr):
     ours, theirs = _both(expr)
-    assert _flat(ours) == pytest.approx(_flat(theirs))
+    assert _flat_list(ours) == pytest.approx(_flat_list(theirs))
     assert ours.shape == tuple(theirs.shape)
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
 
@@ -132,7 +132,7 @@ def test_sort_and_scan_gradients_match_torch():
         loss = (m.sort(x, 1).values * w).sum() + (m.topk(x, 2).values * w[:, :2]).sum()
         loss = loss + (x.cumsum(1) * w).sum() + (x.cumprod(1) * w).sum()
         loss.backward()
-        return _flat(x.grad)
+        return _flat_list(x.grad)
 
     ours, theirs = _both(run)
     assert ours == pytest.approx(theirs, rel=1e-6, abs=1e-7)
@@ -146,7 +146,7 @@ def test_scan_and_sort_second_derivatives_match_torch():
         y = (x.cumprod(1) ** 2).sum() + (x.cumsum(0) ** 3).sum() + (m.sort(x, 1).values ** 3).sum()
         (g,) = m.autograd.grad(y, x, create_graph=True)
         (gg,) = m.autograd.grad((g * g).sum(), x)
-        return _flat(g), _flat(gg)
+        return _flat_list(g), _flat_list(gg)
 
     (g, gg), (tg, tgg) = _both(run)
     assert g == pytest.approx(tg, rel=1e-12, abs=1e-12)
