@@ -29,11 +29,12 @@ void GraphTracer::finish_view_write(const ViewWrite& write, const Tensor& self) 
   // Helper ops of the trace, not of the user's program: no autograd history for them.
   ExcludeDispatchKeysGuard no_autograd(DispatchKey::Autograd);
   // A stand-in that holds the base's old Value: the base tensor itself already holds the new
-  // data, and its identity maps to one Value at a time.
+  // data, and its identity maps to one Value at a time. Zeros, not uninitialized memory: the
+  // merge below also runs on the real tensors, and garbage is not a valid bool.
   Tensor before;
   {
     ExcludeDispatchKeysGuard untraced(DispatchKey::Tracer);
-    before = empty(base.sizes(), base.options());
+    before = zeros(base.sizes(), base.options());
   }
   set_value(before, write.base_before);
   Tensor merged = autograd::merge_into_base(write.chain.steps, self, before);
