@@ -2,11 +2,13 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/autograd/anomaly_mode.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
+#include "kiln/runtime/autograd/copy_slices.h"
 
 namespace kiln::autograd {
 
@@ -70,6 +72,36 @@ bool prepare_custom_function(CppNodeBase& node, const std::vector<Tensor>& tenso
   return true;
 }
 
+namespace {
+
+// A Function that modified a view in place (mark_dirty) changed the view's base: as for a table
+// op (Note [In-place ops on views]), the base's history becomes a CopySlices Node wrapping the
+// Function's, and the view takes its history from the base again.
+void rebase_view_history(const std::shared_ptr<CppNodeBase>& node, const Tensor& view,
+                         size_t num_outputs, const std::vector<Tensor>& tensor_inputs) {
+  // CopySlices feeds the Function exactly one gradient, the view's (libtorch's limit too).
+  KILN_CHECK(num_outputs == 1,
+             "{}: If your Function modifies inplace an input that is a view of another Tensor, "
+             "your Function cannot return more than one Tensor. This is not supported by the "
+             "current autograd engine. You should either make sure the input is not a view "
+             "(using .clone() for example) or make your Function only return one Tensor "
+             "(potentially splitting it into two Functions: one doing the inplace that returns a "
+             "single Tensor and a second one that does the other operations). ({} outputs)",
+             node->name(), num_outputs);
+  auto it = std::find_if(tensor_inputs.begin(), tensor_inputs.end(),
+                         [&](const Tensor& in) { return in.defined() && in.is_same(view); });
+  KILN_CHECK(it != tensor_inputs.end(),
+             "{}: mark_dirty was given a view ({} {}) that is not an input of the Function",
+             node->name(), view.dtype(), shape_str(view.sizes()));
+  auto view_input = static_cast<size_t>(it - tensor_inputs.begin());
+  ViewChain chain = view_chain(view);
+  Tensor base = chain.base;
+  node->set_next_edge(view_input, gradient_edge(base));
+  rebase_history(base, make_node<CopySlices>(base, std::move(chain), node, view_input));
+}
+
+}  // namespace
+
 void finish_custom_function(const std::shared_ptr<CppNodeBase>& node, bool record,
                             const std::vector<Tensor>& tensor_inputs,
                             const std::vector<Tensor*>& outputs) {
@@ -93,16 +125,13 @@ void finish_custom_function(const std::shared_ptr<CppNodeBase>& node, bool recor
     }
     bool dirty = std::find(ctx.dirty_.begin(), ctx.dirty_.end(), t.impl()) != ctx.dirty_.end();
     if (dirty) {
-      KILN_CHECK(!(t.is_leaf() && t.requires_grad()),
-                 "{}: a leaf Variable that requires grad is being used in an in-place operation.",
-                 node->name());
-      const AutogradMeta* meta = t.impl()->autograd_meta();
-      KILN_CHECK(meta == nullptr || !meta->is_view() || !requires_grad(meta->view_source),
-                 "{}: mark_dirty on a view of a tensor that requires grad is not supported yet; "
-                 "clone() the view first",
-                 node->name());
+      check_in_place(node->name(), t);
       node->add_input_metadata(t);
-      rebase_history(t, node, static_cast<uint32_t>(i));
+      if (t.is_view()) {
+        rebase_view_history(node, t, outputs.size(), tensor_inputs);
+      } else {
+        rebase_history(t, node, static_cast<uint32_t>(i));
+      }
       continue;
     }
     set_result_history(t, node, static_cast<uint32_t>(i), tensor_inputs);

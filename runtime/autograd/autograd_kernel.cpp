@@ -37,35 +37,6 @@ std::shared_ptr<OpBackward> make_node(const OpDef& op, std::span<const Tensor> i
   return node;
 }
 
-void check_in_place(const OpDef& op, const Tensor& self) {
-  const AutogradMeta* meta = self.impl()->autograd_meta();
-  bool has_history = grad_fn(self) != nullptr;
-  KILN_CHECK(!(meta != nullptr && meta->requires_grad && !has_history),
-             "{}: a leaf Variable that requires grad is being used in an in-place operation. "
-             "({} {}; modify it under NoGradGuard, or work on a clone())",
-             op.name, self.dtype(), shape_str(self.sizes()));
-  if (meta == nullptr || !meta->is_view()) return;
-  KILN_CHECK(!meta->view_made_in_no_grad,
-             "{}: A view was created in no_grad mode and is being modified inplace with grad mode "
-             "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
-             "You can clarify your code by moving both the view and the inplace either both "
-             "inside the no_grad block (if you don't want the inplace to be tracked) or both "
-             "outside (if you want the inplace to be tracked). ({} {})",
-             op.name, self.dtype(), shape_str(self.sizes()));
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    KILN_CHECK(self.stride(d) != 0 || self.size(d) <= 1,
-               "{}: unsupported operation: more than one element of the written-to tensor refers "
-               "to a single memory location. Please clone() the tensor before performing the "
-               "operation. ({} {} with strides {})",
-               op.name, self.dtype(), shape_str(self.sizes()), shape_str(self.strides()));
-  }
-  Tensor base = self._base();
-  KILN_CHECK(!(requires_grad(base) && base.is_leaf()),
-             "{}: a view of a leaf Variable that requires grad is being used in an in-place "
-             "operation. (the view: {} {}; the leaf: {} {})",
-             op.name, self.dtype(), shape_str(self.sizes()), base.dtype(), shape_str(base.sizes()));
-}
-
 // Records `outputs[0]` as a view of inputs[0] (Note [Views in autograd]): in grad mode always,
 // in no-grad mode only for a source that requires grad (to refuse an in-place op on it later).
 void record_view(const OpDef& op, std::span<const Tensor> inputs, const void* attrs,
@@ -94,7 +65,7 @@ Tensor saved_copy(const Tensor& t) {
 std::vector<Tensor> in_place_kernel(const OpDef& op, std::span<const Tensor> inputs,
                                     const void* attrs) {
   const Tensor& self = inputs[0];
-  check_in_place(op, self);
+  check_in_place(op.name, self);
   // Note [In-place ops on views]: the op changes the view's base, whose history it rewrites.
   std::optional<ViewChain> chain;
   if (self.is_view()) chain = view_chain(self);

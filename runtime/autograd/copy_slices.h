@@ -20,6 +20,7 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "kiln/runtime/autograd/input_metadata.h"
@@ -56,10 +57,16 @@ Tensor view_chain_adjoint(const std::vector<ViewStep>& steps, Tensor x);
 Tensor merge_into_base(const std::vector<ViewStep>& steps, const Tensor& view_value,
                        const Tensor& base_value);
 
+// Refuses an in-place write into `self` by `op_name` where libtorch does, in its wording: a leaf
+// that requires grad, a view made in no_grad mode, an expanded view, a view of a leaf that
+// requires grad. The Autograd kernel and custom Functions' mark_dirty share it.
+void check_in_place(std::string_view op_name, const Tensor& self);
+
 class CopySlices : public Node {
  public:
-  // `fn` is the in-place op's Node; its next edge 0 must already be `base_edge`.
-  CopySlices(const Tensor& base, ViewChain chain, std::shared_ptr<Node> fn);
+  // `fn` is the in-place op's Node, whose next edge `view_input` (the one for the view it
+  // modified: self, edge 0, for a table op) must already be the base's gradient edge.
+  CopySlices(const Tensor& base, ViewChain chain, std::shared_ptr<Node> fn, size_t view_input = 0);
   std::string name() const override { return "CopySlices"; }
   bool is_traceable() override { return fn_->is_traceable(); }
   void release_variables() override { fn_->release_variables(); }
@@ -73,6 +80,7 @@ class CopySlices : public Node {
   InputMetadata base_;
   ViewChain chain_;  // its base is not held: steps alone describe the geometry
   std::shared_ptr<Node> fn_;
+  size_t view_input_ = 0;
 };
 
 }  // namespace kiln::autograd

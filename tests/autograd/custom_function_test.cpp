@@ -155,6 +155,76 @@ TEST(CustomFunction, MarkDirtyOnALeafThatRequiresGradIsAnError) {
                                       {"AddOneInPlace", "a leaf Variable that requires grad"}));
 }
 
+// x += y in place on the second argument, with the true derivatives.
+struct AddIntoSecond : ag::Function<AddIntoSecond> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& y, const Tensor& x) {
+    x.add_(y);
+    ctx->mark_dirty({x});
+    return x;
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    return {grads[0], grads[0]};
+  }
+};
+
+// As libtorch: the view's base b gets a CopySlices history that runs the Function's backward
+// for the view's elements and passes the gradient through elsewhere.
+TEST(CustomFunction, MarkDirtyOnAViewRewritesTheBasesHistory) {
+  Tensor leaf = vec({1, 2, 3, 4});
+  Tensor b = leaf * 2;
+  Tensor v = b.slice(0, 1, 3);
+  Tensor y = AddOneInPlace::apply(v);
+  EXPECT_TRUE(y.is_same(v));
+  EXPECT_EQ(b.grad_fn()->name(), "CopySlices");
+  EXPECT_EQ(values(b), (std::vector<float>{2, 5, 7, 8}));
+  Tensor weights = kiln::from_vector<float>({1, 10, 100, 1000});
+  (b * weights).sum().backward();
+  // d b / d leaf = 2; the made-up backward triples the view's elements' gradient.
+  EXPECT_EQ(values(leaf.grad()), (std::vector<float>{2, 60, 600, 2000}));
+}
+
+TEST(CustomFunction, MarkDirtyOnAViewThatIsNotTheFirstInput) {
+  Tensor leaf = vec({1, 2, 3, 4});
+  Tensor y = vec({5, 6});
+  Tensor b = leaf * 1;
+  Tensor v = b.slice(0, 1, 3);
+  AddIntoSecond::apply(y, v);
+  EXPECT_EQ(values(b), (std::vector<float>{1, 7, 9, 4}));
+  Tensor weights = kiln::from_vector<float>({1, 10, 100, 1000});
+  (b * weights).sum().backward();
+  EXPECT_EQ(values(leaf.grad()), (std::vector<float>{1, 10, 100, 1000}));
+  EXPECT_EQ(values(y.grad()), (std::vector<float>{10, 100}));
+  // The view reads its new history from the base: its gradient path runs through CopySlices.
+  Tensor leaf2 = vec({1, 2, 3, 4});
+  Tensor v2 = (leaf2 * 1).slice(0, 0, 2);
+  AddIntoSecond::apply(vec({1, 1}), v2);
+  (v2 * 3).sum().backward();
+  EXPECT_EQ(values(leaf2.grad()), (std::vector<float>{3, 3, 0, 0}));
+}
+
+struct AddOneInPlaceTwoOutputs : ag::Function<AddOneInPlaceTwoOutputs> {
+  static variable_list forward(AutogradContext* ctx, const Tensor& x) {
+    x.add_(1);
+    ctx->mark_dirty({x});
+    return {x, x * 2};
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }
+};
+
+TEST(CustomFunction, MarkDirtyOnAViewWithTwoOutputsIsAnError) {
+  Tensor b = vec({1, 2, 3}) * 1;
+  Tensor v = b.slice(0, 0, 2);
+  EXPECT_TRUE(throws_error_containing([&] { AddOneInPlaceTwoOutputs::apply(v); },
+                                      {"AddOneInPlaceTwoOutputs", "cannot return more than one"}));
+}
+
+TEST(CustomFunction, MarkDirtyOnAViewOfALeafIsAnError) {
+  Tensor leaf = vec({1, 2, 3});
+  Tensor v = leaf.slice(0, 0, 2);
+  EXPECT_TRUE(throws_error_containing([&] { AddOneInPlace::apply(v); },
+                                      {"AddOneInPlace", "a view of a leaf Variable"}));
+}
+
 TEST(CustomFunction, NoRecordingWithoutGrad) {
   Tensor x = kiln::from_vector<float>({1, 2});
   Tensor y = MulConstant::apply(x, 2.0);

@@ -95,6 +95,44 @@ def test_mark_dirty_rebases_the_input():
         AddOneInPlace.apply(kiln.ones(2, requires_grad=True))
 
 
+def test_mark_dirty_on_a_view_rewrites_the_base_as_in_torch():
+    class MulInPlace(Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(k)
+            x.mul_(k)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (k,) = ctx.saved_tensors
+            return g * k, None
+
+    a = kiln.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    b = a * 2
+    v = b[1:3]
+    MulInPlace.apply(v, kiln.tensor([10.0, 100.0]))
+    assert b.grad_fn.name() == "CopySlices"
+    assert b.tolist() == [2.0, 40.0, 600.0, 8.0]
+    (b * kiln.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert a.grad.tolist() == [2.0, 40.0, 600.0, 8.0]  # 2 * weight * (k on the view)
+
+    class TwoOutputs(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return x, x * 2
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1
+
+    with pytest.raises(kiln.KilnError, match="cannot return more than one Tensor"):
+        TwoOutputs.apply((a * 1)[:2])
+
+
 def test_set_materialize_grads():
     got = {}
 
