@@ -318,6 +318,24 @@ class Tensor {
   const Tensor& masked_fill_(const Tensor& mask, const Scalar& value,
                              std::source_location loc = std::source_location::current()) const;
   const Tensor& relu_(std::source_location loc = std::source_location::current()) const;
+  const Tensor& floor_(std::source_location loc = std::source_location::current()) const;
+  const Tensor& ceil_(std::source_location loc = std::source_location::current()) const;
+  const Tensor& trunc_(std::source_location loc = std::source_location::current()) const;
+  const Tensor& round_(int64_t decimals = 0,
+                       std::source_location loc = std::source_location::current()) const;
+  const Tensor& reciprocal_(std::source_location loc = std::source_location::current()) const;
+  const Tensor& fmod_(const Tensor& other,
+                      std::source_location loc = std::source_location::current()) const;
+  const Tensor& fmod_(const Scalar& other,
+                      std::source_location loc = std::source_location::current()) const;
+  const Tensor& remainder_(const Tensor& other,
+                           std::source_location loc = std::source_location::current()) const;
+  const Tensor& remainder_(const Scalar& other,
+                           std::source_location loc = std::source_location::current()) const;
+  const Tensor& lerp_(const Tensor& end, const Tensor& weight,
+                      std::source_location loc = std::source_location::current()) const;
+  const Tensor& lerp_(const Tensor& end, const Scalar& weight,
+                      std::source_location loc = std::source_location::current()) const;
 
  private:
   TensorImpl* checked() const {

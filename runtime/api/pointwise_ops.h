@@ -186,4 +186,38 @@ const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Scalar&
                            std::source_location loc = std::source_location::current());
 const Tensor& relu_(const Tensor& self, std::source_location loc = std::source_location::current());
 
+// In-place twins of the rounding, remainder, lerp and activation ops (torch's names): self
+// takes the result, which must be castable to its dtype (so reciprocal_ and the activations
+// need a floating self). runtime/api/pointwise_in_place_ops.cpp.
+#define KILN_DECLARE_UNARY_IN_PLACE(fn) \
+  const Tensor& fn(const Tensor& x, std::source_location loc = std::source_location::current());
+KILN_DECLARE_UNARY_IN_PLACE(floor_)
+KILN_DECLARE_UNARY_IN_PLACE(ceil_)
+KILN_DECLARE_UNARY_IN_PLACE(trunc_)
+KILN_DECLARE_UNARY_IN_PLACE(reciprocal_)
+KILN_DECLARE_UNARY_IN_PLACE(hardswish_)
+KILN_DECLARE_UNARY_IN_PLACE(mish_)
+KILN_DECLARE_UNARY_IN_PLACE(silu_)
+#undef KILN_DECLARE_UNARY_IN_PLACE
+const Tensor& round_(const Tensor& x, int64_t decimals = 0,
+                     std::source_location loc = std::source_location::current());
+const Tensor& fmod_(const Tensor& self, const Tensor& other,
+                    std::source_location loc = std::source_location::current());
+const Tensor& fmod_(const Tensor& self, const Scalar& other,
+                    std::source_location loc = std::source_location::current());
+const Tensor& remainder_(const Tensor& self, const Tensor& other,
+                         std::source_location loc = std::source_location::current());
+const Tensor& remainder_(const Tensor& self, const Scalar& other,
+                         std::source_location loc = std::source_location::current());
+const Tensor& lerp_(const Tensor& self, const Tensor& end, const Tensor& weight,
+                    std::source_location loc = std::source_location::current());
+const Tensor& lerp_(const Tensor& self, const Tensor& end, const Scalar& weight,
+                    std::source_location loc = std::source_location::current());
+const Tensor& leaky_relu_(const Tensor& x, double negative_slope = 0.01,
+                          std::source_location loc = std::source_location::current());
+const Tensor& elu_(const Tensor& x, double alpha = 1.0,
+                   std::source_location loc = std::source_location::current());
+const Tensor& hardtanh_(const Tensor& x, double min_val = -1.0, double max_val = 1.0,
+                        std::source_location loc = std::source_location::current());
+
 }  // namespace kiln

@@ -524,6 +524,41 @@ const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value,
 const Tensor& Tensor::relu_(std::source_location loc) const {
   return kiln::relu_(*this, loc);
 }
+const Tensor& Tensor::floor_(std::source_location loc) const {
+  return kiln::floor_(*this, loc);
+}
+const Tensor& Tensor::ceil_(std::source_location loc) const {
+  return kiln::ceil_(*this, loc);
+}
+const Tensor& Tensor::trunc_(std::source_location loc) const {
+  return kiln::trunc_(*this, loc);
+}
+const Tensor& Tensor::round_(int64_t decimals, std::source_location loc) const {
+  return kiln::round_(*this, decimals, loc);
+}
+const Tensor& Tensor::reciprocal_(std::source_location loc) const {
+  return kiln::reciprocal_(*this, loc);
+}
+const Tensor& Tensor::fmod_(const Tensor& other, std::source_location loc) const {
+  return kiln::fmod_(*this, other, loc);
+}
+const Tensor& Tensor::fmod_(const Scalar& other, std::source_location loc) const {
+  return kiln::fmod_(*this, other, loc);
+}
+const Tensor& Tensor::remainder_(const Tensor& other, std::source_location loc) const {
+  return kiln::remainder_(*this, other, loc);
+}
+const Tensor& Tensor::remainder_(const Scalar& other, std::source_location loc) const {
+  return kiln::remainder_(*this, other, loc);
+}
+const Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight,
+                            std::source_location loc) const {
+  return kiln::lerp_(*this, end, weight, loc);
+}
+const Tensor& Tensor::lerp_(const Tensor& end, const Scalar& weight,
+                            std::source_location loc) const {
+  return kiln::lerp_(*this, end, weight, loc);
+}
 
 // ---- comparison and compound-assignment operators ----
 #define KILN_COMPARISON_OPERATOR(op, name)               \

@@ -1,6 +1,7 @@
 // The activations of torch.nn.functional beyond relu, gelu and silu (leaky_relu, elu, softplus,
 // hardtanh, hardswish, mish), reciprocal, lerp, and clamp with tensor bounds (clamp_min,
-// clamp_max, clamp_tensor). The math is in base/pointwise_activations.h.
+// clamp_max, clamp_tensor); and the in-place twins torch has (all but softplus_ and the
+// clamps). The math is in base/pointwise_activations.h.
 #include "kiln/base/pointwise_activations.h"
 #include "kiln/runtime/kernels/pointwise_activation_attrs.h"
 #include "kiln/runtime/kernels/pointwise_kernels.h"
@@ -56,6 +57,9 @@ void def_activation(OpTable& table, const std::string& name, const std::string& 
   u.dtype = unary_dtype_rule<Promote::IntToFloat>;
   u.compute[kCpuKey] = unary_kernel<Math, A>;
   u.expr = unary_attrs_expr<Math, A>;
+  // torch has leaky_relu_, elu_ and hardtanh_, but no softplus_.
+  if (name != "softplus")
+    def_in_place_twin<A, unary_kernel<Math, A>, unary_dtype_rule<Promote::IntToFloat>>(table, u);
 }
 
 // ---- lerp ----
@@ -176,19 +180,27 @@ void register_pointwise_activation_ops(OpTable& table) {
   def_unary<ReciprocalMath, Promote::IntToFloat>(table, "reciprocal");
   def_unary<HardswishMath, Promote::IntToFloat>(table, "hardswish");
   def_unary<MishMath, Promote::IntToFloat>(table, "mish");
+  constexpr DTypeRule kFloatRule = unary_dtype_rule<Promote::IntToFloat>;
+  def_in_place_twin<NoAttrs, unary_kernel<ReciprocalMath>, kFloatRule>(table,
+                                                                       table.get("reciprocal"));
+  def_in_place_twin<NoAttrs, unary_kernel<HardswishMath>, kFloatRule>(table,
+                                                                      table.get("hardswish"));
+  def_in_place_twin<NoAttrs, unary_kernel<MishMath>, kFloatRule>(table, table.get("mish"));
   def_activation<LeakyReluMath, LeakyReluAttrs>(table, "leaky_relu", "LeakyReluAttrs");
   def_activation<EluMath, EluAttrs>(table, "elu", "EluAttrs");
   def_activation<SoftplusMath, SoftplusAttrs>(table, "softplus", "SoftplusAttrs");
   def_activation<HardtanhMath, HardtanhAttrs>(table, "hardtanh", "HardtanhAttrs");
 
-  def_pointwise(table, "lerp", {"self", "end", "weight"}, lerp_tensor_dtype,
-                ternary_kernel<LerpMath>, ternary_expr<LerpMath>);
+  const OpDef& lerp = def_pointwise(table, "lerp", {"self", "end", "weight"}, lerp_tensor_dtype,
+                                    ternary_kernel<LerpMath>, ternary_expr<LerpMath>);
+  def_in_place_twin<NoAttrs, ternary_kernel<LerpMath>, lerp_tensor_dtype>(table, lerp);
   OpDef& lerp_s =
       table.add<LerpAttrs>("lerp_scalar", {"self", "end"}, kPointwise | kRecomputable, "LerpAttrs");
   lerp_s.shape = rules::broadcast_shape;
   lerp_s.dtype = lerp_scalar_dtype;
   lerp_s.compute[kCpuKey] = lerp_scalar_kernel;
   lerp_s.expr = lerp_scalar_expr;
+  def_in_place_twin<LerpAttrs, lerp_scalar_kernel, lerp_scalar_dtype>(table, lerp_s);
 
   def_pointwise(table, "clamp_min", {"self", "min"}, unary_dtype_rule<Promote::NoBool>,
                 binary_nocoef_kernel<ClampMinMath>, binary_nocoef_expr<ClampMinMath>);

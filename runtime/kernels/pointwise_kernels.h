@@ -318,6 +318,20 @@ void inplace_kernel(const OpDef& op, std::span<const Tensor> outputs,
                     [&]<class T>() { unary_loop<T, T>(it, [](compute_t<T> x) { return x; }); });
 }
 
+// The in-place twin `<name>_` of the registered pointwise op `twin` (which Kernel, Rule and A
+// are): the same inputs, python order and attribute struct, writing into self. Its CUDA kernel
+// is the twin's expression (register_cuda_pointwise_kernels), and the tracer records it as the
+// twin (Note [Functionalized in-place ops]); the derivative entry names both.
+template <class A, ComputeKernel Kernel, DTypeRule Rule>
+OpDef& def_in_place_twin(OpTable& table, const OpDef& twin) {
+  OpDef& d = table.add<A>(twin.name + "_", twin.input_names, kInPlace, twin.attrs_type);
+  d.python_order = twin.python_order;
+  d.shape = twin.input_names.size() == 1 ? rules::same_shape : inplace_shape_rule;
+  d.dtype = inplace_dtype_rule<Rule>;
+  d.compute[kCpuKey] = inplace_kernel<Kernel, Rule>;
+  return d;
+}
+
 // ---- registration of the family's files ----
 void register_pointwise_math_ops(OpTable& table);        // pointwise_math_ops.cpp
 void register_pointwise_compare_ops(OpTable& table);     // pointwise_compare_ops.cpp

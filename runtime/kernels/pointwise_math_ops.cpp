@@ -238,6 +238,8 @@ void register_pointwise_math_ops(OpTable& table) {
   def_unary<AbsMath, Promote::NoBool>(table, "abs");
   def_unary<SignMath, Promote::NoBool>(table, "sign");
   def_unary<SiluMath, Promote::IntToFloat>(table, "silu");
+  def_in_place_twin<NoAttrs, unary_kernel<SiluMath>, unary_dtype_rule<Promote::IntToFloat>>(
+      table, table.get("silu"));
   def_unary<SinMath, Promote::IntToFloat>(table, "sin");
   def_unary<CosMath, Promote::IntToFloat>(table, "cos");
   def_unary<ErfMath, Promote::IntToFloat>(table, "erf");

@@ -76,11 +76,8 @@ void register_pointwise_ops(OpTable& table) {
   def_unary<TanhMath, Promote::IntToFloat>(table, "tanh");
   def_unary<SigmoidMath, Promote::IntToFloat>(table, "sigmoid");
   def_unary<ReluMath, Promote::NoBool>(table, "relu");
-  OpDef& relu_ = table.add<NoAttrs>("relu_", {"self"}, kInPlace, "NoAttrs");
-  relu_.shape = rules::same_shape;
-  relu_.dtype = inplace_dtype_rule<unary_dtype_rule<Promote::NoBool>>;
-  relu_.compute[kCpuKey] =
-      inplace_kernel<unary_kernel<ReluMath>, unary_dtype_rule<Promote::NoBool>>;
+  def_in_place_twin<NoAttrs, unary_kernel<ReluMath>, unary_dtype_rule<Promote::NoBool>>(
+      table, table.get("relu"));
   register_pointwise_math_ops(table);
   register_pointwise_compare_ops(table);
   register_pointwise_rounding_ops(table);

@@ -180,6 +180,7 @@ void def_divmod(OpTable& table, const std::string& name) {
   t.dtype = unary_dtype_rule<Promote::NoBool>;
   t.compute[kCpuKey] = divmod_kernel<Math>;
   t.expr = binary_nocoef_expr<Math>;
+  def_in_place_twin<NoAttrs, divmod_kernel<Math>, unary_dtype_rule<Promote::NoBool>>(table, t);
 
   OpDef& s = table.add<ScalarOtherAttrs>(name + "_scalar", {"self"}, kPointwise | kRecomputable,
                                          "ScalarOtherAttrs");
@@ -187,6 +188,7 @@ void def_divmod(OpTable& table, const std::string& name) {
   s.dtype = divmod_scalar_dtype;
   s.compute[kCpuKey] = divmod_scalar_kernel<Math>;
   s.expr = divmod_scalar_expr<Math>;
+  def_in_place_twin<ScalarOtherAttrs, divmod_scalar_kernel<Math>, divmod_scalar_dtype>(table, s);
 }
 
 template <class Math>
@@ -196,6 +198,7 @@ void def_rounding(OpTable& table, const std::string& name) {
   u.dtype = unary_dtype_rule<Promote::NoBool>;
   u.compute[kCpuKey] = rounding_kernel<Math>;
   u.expr = rounding_expr<Math>;
+  def_in_place_twin<NoAttrs, rounding_kernel<Math>, unary_dtype_rule<Promote::NoBool>>(table, u);
 }
 
 }  // namespace
@@ -210,6 +213,7 @@ void register_pointwise_rounding_ops(OpTable& table) {
   round.dtype = round_dtype;
   round.compute[kCpuKey] = round_kernel;
   round.expr = round_expr;
+  def_in_place_twin<RoundAttrs, round_kernel, round_dtype>(table, round);
 
   def_divmod<FmodMath>(table, "fmod");
   def_divmod<RemainderMath>(table, "remainder");

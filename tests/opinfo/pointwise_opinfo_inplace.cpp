@@ -1,5 +1,6 @@
 // OpInfo entries of the in-place pointwise ops (add_, sub_, mul_, div_ and their scalar forms,
-// clamp_, relu_; masked_fill_ is with masked_fill). Each sample copies self into a fresh
+// clamp_, relu_, the rounding, remainder, lerp and activation twins; masked_fill_ is with
+// masked_fill). Each sample copies self into a fresh
 // tensor of the same layout, applies the op to the copy, checks that the op returned self and
 // bumped its version, and compares the copy with a <cmath> reference.
 #include <cmath>
@@ -196,6 +197,100 @@ KILN_REGISTER_OPINFO(clamp_, [] {
   };
   return info;
 }());
+
+// ---- the in-place twins of the rounding, remainder, lerp and activation ops ----
+
+const std::vector<DType> kFloating = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16,
+                                      kiln::kBFloat16};
+
+OpInfo unary_inplace(const std::string& name, const std::function<void(const Tensor&)>& op,
+                     const std::function<double(double)>& ref, const std::vector<DType>& types,
+                     double lo, double hi) {
+  OpInfo info{name, {name}};
+  info.samples = [=] { return unary_inplace_samples(op, ref, types, lo, hi); };
+  return info;
+}
+
+KILN_REGISTER_OPINFO(floor_, unary_inplace(
+                                 "floor_", [](const Tensor& x) { x.floor_(); },
+                                 [](double x) { return std::floor(x); }, kNumeric, -4, 4));
+KILN_REGISTER_OPINFO(ceil_, unary_inplace(
+                                "ceil_", [](const Tensor& x) { x.ceil_(); },
+                                [](double x) { return std::ceil(x); }, kNumeric, -4, 4));
+KILN_REGISTER_OPINFO(trunc_, unary_inplace(
+                                 "trunc_", [](const Tensor& x) { x.trunc_(); },
+                                 [](double x) { return std::trunc(x); }, kNumeric, -4, 4));
+// Half to even, as the default rounding mode of nearbyint.
+KILN_REGISTER_OPINFO(round_, unary_inplace(
+                                 "round_", [](const Tensor& x) { x.round_(); },
+                                 [](double x) { return std::nearbyint(x); }, kNumeric, -4, 4));
+KILN_REGISTER_OPINFO(reciprocal_, unary_inplace(
+                                      "reciprocal_", [](const Tensor& x) { x.reciprocal_(); },
+                                      [](double x) { return 1 / x; }, kFloating, 0.5, 4));
+KILN_REGISTER_OPINFO(leaky_relu_,
+                     unary_inplace(
+                         "leaky_relu_", [](const Tensor& x) { kiln::leaky_relu_(x, 0.2); },
+                         [](double x) { return x > 0 ? x : 0.2 * x; }, kFloating, -3, 3));
+KILN_REGISTER_OPINFO(elu_, unary_inplace(
+                               "elu_", [](const Tensor& x) { kiln::elu_(x, 1.5); },
+                               [](double x) { return x > 0 ? x : 1.5 * std::expm1(x); }, kFloating,
+                               -3, 3));
+KILN_REGISTER_OPINFO(hardtanh_,
+                     unary_inplace(
+                         "hardtanh_", [](const Tensor& x) { kiln::hardtanh_(x, -0.5, 2); },
+                         [](double x) { return std::min(std::max(x, -0.5), 2.0); }, kFloating, -3,
+                         3));
+KILN_REGISTER_OPINFO(hardswish_,
+                     unary_inplace(
+                         "hardswish_", [](const Tensor& x) { kiln::hardswish_(x); },
+                         [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; },
+                         kFloating, -5, 5));
+KILN_REGISTER_OPINFO(mish_, unary_inplace(
+                                "mish_", [](const Tensor& x) { kiln::mish_(x); },
+                                [](double x) { return x * std::tanh(std::log1p(std::exp(x))); },
+                                kFloating, -3, 3));
+
+KILN_REGISTER_OPINFO(silu_, unary_inplace(
+                                "silu_", [](const Tensor& x) { kiln::silu_(x); },
+                                [](double x) { return x / (1 + std::exp(-x)); }, kFloating, -4, 4));
+
+// The divisor stays in [1, 6]: no division by zero (the out-of-place OpInfos take negative
+// divisors and the integer error).
+const std::vector<DTypeTriple> kDivmodTypes = {
+    {kiln::kFloat32, kiln::kFloat32, kiln::kFloat32},
+    {kiln::kFloat64, kiln::kFloat64, kiln::kFloat64},
+    {kiln::kFloat16, kiln::kFloat16, kiln::kFloat16},
+    {kiln::kInt32, kiln::kInt32, kiln::kInt32},
+    {kiln::kInt64, kiln::kInt64, kiln::kInt64},
+    {kiln::kFloat32, kiln::kInt64, kiln::kFloat32},
+};
+KILN_REGISTER_OPINFO(fmod_,
+                     binary_inplace(
+                         "fmod_", [](const Tensor& a, const Tensor& b) { a.fmod_(b); },
+                         [](const Tensor& a, const Scalar& b) { a.fmod_(b); },
+                         [](double a, double b) { return std::fmod(a, b); }, kDivmodTypes, 1, 6));
+KILN_REGISTER_OPINFO(remainder_,
+                     binary_inplace(
+                         "remainder_", [](const Tensor& a, const Tensor& b) { a.remainder_(b); },
+                         [](const Tensor& a, const Scalar& b) { a.remainder_(b); },
+                         [](double a, double b) { return a - b * std::floor(a / b); }, kDivmodTypes,
+                         1, 6));
+// lerp_ with a 0-dim weight tensor; lerp_scalar_ (the "scalar" samples) with a number weight and
+// the scalar as the end point.
+KILN_REGISTER_OPINFO(lerp_, binary_inplace(
+                                "lerp_",
+                                [](const Tensor& a, const Tensor& b) {
+                                  a.lerp_(b, kiln::full({}, 0.25, kiln::TensorOptions(a.dtype())));
+                                },
+                                [](const Tensor& a, const Scalar& b) {
+                                  a.lerp_(kiln::full_like(a, b), 0.25);
+                                },
+                                [](double a, double b) { return a + 0.25 * (b - a); },
+                                {{kiln::kFloat32, kiln::kFloat32, kiln::kFloat32},
+                                 {kiln::kFloat64, kiln::kFloat64, kiln::kFloat64},
+                                 {kiln::kFloat16, kiln::kFloat16, kiln::kFloat16},
+                                 {kiln::kBFloat16, kiln::kBFloat16, kiln::kBFloat16}},
+                                -5, 5));
 
 }  // namespace
 }  // namespace kiln_test

@@ -196,3 +196,46 @@ def test_small_cnn_trains_the_same_eagerly_and_compiled():
     for name in ("conv", "fc", "mean", "var"):
         assert kiln.allclose(eager[name], comp[name], rtol=1e-5, atol=1e-6), name
     assert compiled.stats()["eager_calls"] == 0
+
+
+_INPLACE_ACTIVATIONS = [
+    ("leaky_relu", dict(negative_slope=0.2)), ("elu", dict(alpha=1.5)),
+    ("hardtanh", dict(min_val=-0.5, max_val=2.0)), ("hardswish", {}), ("mish", {}), ("silu", {}),
+    ("relu6", {}), ("relu", {}),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kw", _INPLACE_ACTIVATIONS)
+def test_inplace_activations_match_torch_values_and_gradients(name, kw):
+    xk, xt = _both((3, 5), 7)
+    xk.requires_grad_(True)
+    xt.requires_grad_(True)
+    wk, wt = _both((3, 5), 8)
+    hk = xk * 3  # a non-leaf, as in torch (an in-place op on a leaf that requires grad is refused)
+    ht = xt * 3
+    rk = getattr(KF, name)(hk, inplace=True, **kw)
+    rt = getattr(TF, name)(ht, inplace=True, **kw)
+    assert rk is hk and hk._version == 1
+    _close(hk, ht.detach())
+    (rk * wk).sum().backward()
+    (rt * wt).sum().backward()
+    _close(xk.grad, xt.grad)
+
+
+@needs_torch
+def test_inplace_rounding_remainder_and_lerp_methods_match_torch():
+    xk, xt = _both((4, 3), 9)
+    for name, args in [("floor_", ()), ("ceil_", ()), ("trunc_", ()), ("round_", ()),
+                       ("fmod_", (0.7,)), ("remainder_", (0.7,)), ("reciprocal_", ())]:
+        a, b = xk * 2, xt * 2
+        getattr(a, name)(*args)
+        getattr(b, name)(*args)
+        _close(a, b)
+    ek, et = _both((4, 3), 10)
+    a, b = xk * 1, xt * 1
+    a.lerp_(ek, 0.3)
+    b.lerp_(et, 0.3)
+    _close(a, b)
+    with pytest.raises(kiln.KilnError, match="leaky_relu_"):
+        KF.leaky_relu(kiln.ones(2, requires_grad=True), inplace=True)

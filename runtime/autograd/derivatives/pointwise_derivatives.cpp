@@ -405,7 +405,7 @@ void register_pointwise_derivatives(OpTable& table) {
   set(table, {"rsqrt"}, unary<rsqrt_grad>, kSaveNone, kResult);
   set(table, {"abs"}, unary<abs_grad>, kSelf, kSaveNone);
   set(table, {"sign"}, unary<zero_grad>, kSaveNone, kSaveNone);
-  set(table, {"silu"}, unary<silu_grad>, kSelf, kSaveNone);
+  set(table, {"silu", "silu_"}, unary<silu_grad>, kSelf, kSaveNone);
   set(table, {"sin"}, unary<sin_grad>, kSelf, kSaveNone);
   set(table, {"cos"}, unary<cos_grad>, kSelf, kSaveNone);
   set(table, {"erf"}, unary<erf_grad>, kSelf, kSaveNone);
@@ -423,19 +423,21 @@ void register_pointwise_derivatives(OpTable& table) {
 
   // Rounding, remainders, the activations, lerp and the tensor clamps.
   constexpr uint32_t kThree = kSelf | kOther | save_bit(2);
-  set(table, {"floor", "ceil", "round", "trunc"}, unary<zero_grad>, kSaveNone, kSaveNone);
-  set(table, {"fmod_scalar", "remainder_scalar"}, unary<identity_grad>, kSaveNone, kSaveNone);
-  set(table, {"fmod"}, fmod_backward, kSelf | kOther, kSaveNone);
-  set(table, {"remainder"}, remainder_backward, kSelf | kOther, kSaveNone);
-  set(table, {"reciprocal"}, unary<reciprocal_grad>, kSaveNone, kResult);
-  set(table, {"leaky_relu"}, unary<leaky_relu_grad>, kSelf, kSaveNone);
-  set(table, {"elu"}, unary<elu_grad>, kSelf, kSaveNone);
+  set(table, {"floor", "ceil", "round", "trunc", "floor_", "ceil_", "round_", "trunc_"},
+      unary<zero_grad>, kSaveNone, kSaveNone);
+  set(table, {"fmod_scalar", "remainder_scalar", "fmod_scalar_", "remainder_scalar_"},
+      unary<identity_grad>, kSaveNone, kSaveNone);
+  set(table, {"fmod", "fmod_"}, fmod_backward, kSelf | kOther, kSaveNone);
+  set(table, {"remainder", "remainder_"}, remainder_backward, kSelf | kOther, kSaveNone);
+  set(table, {"reciprocal", "reciprocal_"}, unary<reciprocal_grad>, kSaveNone, kResult);
+  set(table, {"leaky_relu", "leaky_relu_"}, unary<leaky_relu_grad>, kSelf, kSaveNone);
+  set(table, {"elu", "elu_"}, unary<elu_grad>, kSelf, kSaveNone);
   set(table, {"softplus"}, unary<softplus_grad>, kSelf, kSaveNone);
-  set(table, {"hardtanh"}, unary<hardtanh_grad>, kSelf, kSaveNone);
-  set(table, {"hardswish"}, unary<hardswish_grad>, kSelf, kSaveNone);
-  set(table, {"mish"}, unary<mish_grad>, kSelf, kSaveNone);
-  set(table, {"lerp"}, lerp_backward, kThree, kSaveNone);
-  set(table, {"lerp_scalar"}, lerp_scalar_backward, kSaveNone, kSaveNone);
+  set(table, {"hardtanh", "hardtanh_"}, unary<hardtanh_grad>, kSelf, kSaveNone);
+  set(table, {"hardswish", "hardswish_"}, unary<hardswish_grad>, kSelf, kSaveNone);
+  set(table, {"mish", "mish_"}, unary<mish_grad>, kSelf, kSaveNone);
+  set(table, {"lerp", "lerp_"}, lerp_backward, kThree, kSaveNone);
+  set(table, {"lerp_scalar", "lerp_scalar_"}, lerp_scalar_backward, kSaveNone, kSaveNone);
   set(table, {"clamp_tensor"}, clamp_tensor_backward, kThree, kSaveNone);
   set(table, {"clamp_min"}, clamp_min_backward, kSelf | kOther, kSaveNone);
   set(table, {"clamp_max"}, clamp_max_backward, kSelf | kOther, kSaveNone);

@@ -26,9 +26,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    if inplace:
-        raise NotImplementedError("silu(inplace=True) is not supported")
-    return _ops.silu(input)
+    return (_ops.silu_ if inplace else _ops.silu)(input)
 
 
 def sigmoid(input):
@@ -213,19 +211,21 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                 _ints(output_padding), groups, _ints(dilation))
 
 
-def _not_inplace(fn, inplace):
-    if inplace:
-        raise NotImplementedError(f"{fn}(inplace=True) is not supported")
-
-
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    _not_inplace("leaky_relu", inplace)
-    return _ops.leaky_relu(input, negative_slope=negative_slope)
+    fn = _ops.leaky_relu_ if inplace else _ops.leaky_relu
+    return fn(input, negative_slope=negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _ops.leaky_relu_(input, negative_slope=negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    _not_inplace("elu", inplace)
-    return _ops.elu(input, alpha=alpha)
+    return (_ops.elu_ if inplace else _ops.elu)(input, alpha=alpha)
+
+
+def elu_(input, alpha=1.0):
+    return _ops.elu_(input, alpha=alpha)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -233,15 +233,25 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    _not_inplace("hardtanh", inplace)
-    return _ops.hardtanh(input, min_val=min_val, max_val=max_val)
+    fn = _ops.hardtanh_ if inplace else _ops.hardtanh
+    return fn(input, min_val=min_val, max_val=max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _ops.hardtanh_(input, min_val=min_val, max_val=max_val)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def relu_(input):
+    return input.relu_()
 
 
 def hardswish(input, inplace=False):
-    _not_inplace("hardswish", inplace)
-    return _ops.hardswish(input)
+    return (_ops.hardswish_ if inplace else _ops.hardswish)(input)
 
 
 def mish(input, inplace=False):
-    _not_inplace("mish", inplace)
-    return _ops.mish(input)
+    return (_ops.mish_ if inplace else _ops.mish)(input)
