@@ -143,10 +143,12 @@ class Verifier {
     if (op.variadic) {
       // A variadic schema names one input for a list (cat's tensors), or the optional trailing
       // inputs it may take (layer_norm's weight and bias).
-      bool list = want == 1;
-      KILN_CHECK(n->num_inputs() >= 1 && (list || n->num_inputs() <= want),
+      // index's schema names its fixed inputs and then one list (Note [Advanced index schema]).
+      bool list = want == 1 || op.variadic_list_tail;
+      size_t least = op.variadic_list_tail ? want - 1 : 1;
+      KILN_CHECK(n->num_inputs() >= least && (list || n->num_inputs() <= want),
                  "verify: {}: {} takes {} {} input(s), got {}", describe(n), op.name,
-                 list ? "at least" : "1 to", list ? 1 : want, n->num_inputs());
+                 list ? "at least" : "1 to", list ? least : want, n->num_inputs());
     } else {
       KILN_CHECK(n->num_inputs() == want, "verify: {}: {} takes {} input(s) ({}), got {}",
                  describe(n), op.name, want, fmt::join(op.input_names, ", "), n->num_inputs());

@@ -88,6 +88,9 @@ struct OpDef {
   std::string name;
   std::vector<std::string> input_names;  // the schema's tensor inputs
   bool variadic = false;                 // takes any number of inputs (cat, stack)
+  // With `variadic`: the last of input_names stands for any number of tensors after the others
+  // (index's indices, Note [Advanced index schema]) instead of optional trailing inputs.
+  bool variadic_list_tail = false;
   // The order of the arguments when called positionally from Python: the names of tensor
   // inputs and attribute fields. Empty: the tensor inputs, then the attribute fields in their
   // declaration order. Set where torch orders them otherwise (index_select(self, dim, index)).

@@ -19,6 +19,7 @@ OpTable& OpTable::instance() {
     register_nn_ops(*t);
     register_row_programs(*t);
     register_indexing_ops(*t);
+    register_advanced_index_ops(*t);
     register_random_ops(*t);
     register_sort_ops(*t);
     register_cuda_kernels(*t);

@@ -67,6 +67,8 @@ void register_factory_ops(OpTable& table);
 void register_nn_ops(OpTable& table);
 void register_row_programs(OpTable& table);  // kernels/row_programs.h
 void register_indexing_ops(OpTable& table);
+// index, index_put, index_put_, nonzero, masked_select (kernels/advanced_index_ops.cpp)
+void register_advanced_index_ops(OpTable& table);
 void register_random_ops(OpTable& table);
 void register_sort_ops(OpTable& table);  // sort, argsort, topk, cumsum, cumprod
 // The CUDA kernels of every family that has them (runtime/cuda/cuda_kernels.h), after every

@@ -295,6 +295,16 @@ class Tensor {
                 std::source_location loc = std::source_location::current()) const;
   Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt,
                  std::source_location loc = std::source_location::current()) const;
+  // Advanced indexing (runtime/api/advanced_index_ops.h): torch's x[indices], its
+  // out-of-place assignment, the elements where a mask is true, and the indices of nonzeros.
+  Tensor index(const std::vector<std::optional<Tensor>>& indices,
+               std::source_location loc = std::source_location::current()) const;
+  Tensor index_put(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                   bool accumulate = false,
+                   std::source_location loc = std::source_location::current()) const;
+  Tensor masked_select(const Tensor& mask,
+                       std::source_location loc = std::source_location::current()) const;
+  Tensor nonzero(std::source_location loc = std::source_location::current()) const;
 
   // ---- in-place ops (const, like copy_: they modify the data, not the handle) ----
   const Tensor& add_(const Tensor& other, const Scalar& alpha = 1,
@@ -315,6 +325,9 @@ class Tensor {
                      std::source_location loc = std::source_location::current()) const;
   const Tensor& clamp_(const std::optional<Scalar>& min, const std::optional<Scalar>& max = {},
                        std::source_location loc = std::source_location::current()) const;
+  const Tensor& index_put_(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                           bool accumulate = false,
+                           std::source_location loc = std::source_location::current()) const;
   const Tensor& masked_fill_(const Tensor& mask, const Scalar& value,
                              std::source_location loc = std::source_location::current()) const;
   const Tensor& relu_(std::source_location loc = std::source_location::current()) const;

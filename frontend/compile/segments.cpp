@@ -17,6 +17,9 @@ namespace kiln::compile_detail {
 // the fallbacks run eagerly between them with autograd on. Gradients then cross the segments
 // through the ordinary engine: segment k's CompiledBackward feeds the eager Function's Node,
 // which feeds segment k-1's. Each step's outputs are exactly the values later steps read.
+// Ops whose output shape depends on the data (nonzero, masked_select) are kNonTraceable in the
+// op table and break the graph the same way (Note [Data-dependent output shapes],
+// runtime/kernels/mask_ops.cpp); the segments after them capture a plan per input signature.
 
 namespace {
 
@@ -61,22 +64,22 @@ void add_segment(Plan& plan, const std::vector<const ir::Node*>& nodes) {
 std::shared_ptr<const Plan> Step::plan_for(const std::vector<Tensor>& args, bool rematerialize,
                                            Backend backend) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!plan_) {
-    std::shared_ptr<ir::Graph> g = segment;
-    Fn fn = [g](const std::vector<Tensor>& in) { return interpret(*g, in); };
-    std::shared_ptr<Plan> p =
-        capture_plan(fn, args, Signature::of(args), rematerialize, false, backend);
-    KILN_CHECK(!p->eager && p->steps.empty(),
-               "compile: a segment between graph breaks could not be captured: {}",
-               p->eager_reason);
-    plan_ = std::move(p);
-  }
-  return plan_;
+  Signature sig = Signature::of(args);
+  auto it = plans_.find(sig);
+  if (it != plans_.end()) return it->second;
+  std::shared_ptr<ir::Graph> g = segment;
+  Fn fn = [g](const std::vector<Tensor>& in) { return interpret(*g, in); };
+  std::shared_ptr<Plan> p = capture_plan(fn, args, sig, rematerialize, false, backend);
+  KILN_CHECK(!p->eager && p->steps.empty(),
+             "compile: a segment between graph breaks could not be captured: {}", p->eager_reason);
+  if (!first_) first_ = p;
+  plans_.emplace(std::move(sig), p);
+  return p;
 }
 
 std::shared_ptr<const Plan> Step::captured() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return plan_;
+  return first_;
 }
 
 void build_steps(Plan& plan) {

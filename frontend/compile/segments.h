@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/frontend/compile/plan.h"
+#include "kiln/frontend/compile/signature.h"
 
 namespace kiln::compile_detail {
 
@@ -18,14 +20,21 @@ struct Step {
   std::vector<const ir::Value*> inputs;   // values of the traced graph the step reads
   std::vector<const ir::Value*> outputs;  // values it defines that later steps or outputs read
 
-  // A compiled step captures its plan on first use, from that call's tensors.
+  // A compiled step captures a plan from the tensors of the first call with each signature of
+  // its inputs: after a data-dependent op (nonzero, masked_select) the same trace sees
+  // different shapes on each call (Note [Data-dependent output shapes]).
   std::shared_ptr<const Plan> plan_for(const std::vector<Tensor>& args, bool rematerialize,
                                        Backend backend) const;
+  // The first plan captured, or null before the step has run.
   std::shared_ptr<const Plan> captured() const;
 
  private:
+  struct SignatureHash {
+    size_t operator()(const Signature& s) const { return s.hash(); }
+  };
   mutable std::mutex mu_;
-  mutable std::shared_ptr<const Plan> plan_;
+  mutable std::shared_ptr<const Plan> first_;
+  mutable std::unordered_map<Signature, std::shared_ptr<const Plan>, SignatureHash> plans_;
 };
 
 // Splits `plan.forward` (a forward trace with prim.fallback steps) into steps, in order.

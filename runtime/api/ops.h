@@ -4,6 +4,7 @@
 // autograd see only table ops.
 #pragma once
 
+#include "kiln/runtime/api/advanced_index_ops.h"
 #include "kiln/runtime/api/conv_ops.h"
 #include "kiln/runtime/api/indexing_ops.h"
 #include "kiln/runtime/api/linalg_ops.h"

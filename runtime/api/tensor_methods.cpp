@@ -487,6 +487,20 @@ Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype, std::source_locat
 Tensor Tensor::cumprod(int64_t dim, std::optional<DType> dtype, std::source_location loc) const {
   return kiln::cumprod(*this, dim, dtype, loc);
 }
+Tensor Tensor::index(const std::vector<std::optional<Tensor>>& indices,
+                     std::source_location loc) const {
+  return kiln::index(*this, indices, loc);
+}
+Tensor Tensor::index_put(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                         bool accumulate, std::source_location loc) const {
+  return kiln::index_put(*this, indices, values, accumulate, loc);
+}
+Tensor Tensor::masked_select(const Tensor& mask, std::source_location loc) const {
+  return kiln::masked_select(*this, mask, loc);
+}
+Tensor Tensor::nonzero(std::source_location loc) const {
+  return kiln::nonzero(*this, loc);
+}
 
 // ---- in-place methods ----
 const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, std::source_location loc) const {
@@ -516,6 +530,11 @@ const Tensor& Tensor::div_(const Scalar& o, std::source_location loc) const {
 const Tensor& Tensor::clamp_(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi,
                              std::source_location loc) const {
   return kiln::clamp_(*this, lo, hi, loc);
+}
+const Tensor& Tensor::index_put_(const std::vector<std::optional<Tensor>>& indices,
+                                 const Tensor& values, bool accumulate,
+                                 std::source_location loc) const {
+  return kiln::index_put_(*this, indices, values, accumulate, loc);
 }
 const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value,
                                    std::source_location loc) const {

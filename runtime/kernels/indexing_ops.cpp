@@ -8,43 +8,22 @@
 #include "kiln/base/error.h"
 #include "kiln/base/thread_pool.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
+#include "kiln/runtime/kernels/index_loops.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
 namespace {
 
+using index_loops::for_each_index;
+using index_loops::offset_of;
+using index_loops::with_element_bytes;
+
 constexpr int64_t kGrain = 4096;
 
 void check_index_dtype(const OpDef& op, const MetaRef& index, const char* what) {
   KILN_CHECK(index.dtype == kInt64, "{}: expected {} of dtype int64, but got {} (shape {})",
              op.name, what, index.dtype, shape_str(index.sizes));
-}
-
-// Calls f(i, idx) for i in [begin, end), with idx the row-major multi-index of i in `sizes`.
-template <class F>
-void for_each_index(ShapeRef sizes, int64_t begin, int64_t end, F&& f) {
-  if (begin >= end) return;
-  Shape idx(sizes.size());
-  int64_t rem = begin;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    idx[d] = rem % sizes[d];
-    rem /= sizes[d];
-  }
-  for (int64_t i = begin; i < end; ++i) {
-    f(i, idx);
-    for (size_t d = sizes.size(); d-- > 0;) {
-      if (++idx[d] < sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
-int64_t offset_of(const Shape& idx, ShapeRef strides) {
-  int64_t off = 0;
-  for (size_t d = 0; d < idx.size(); ++d)
-    off += idx[d] * strides[d];
-  return off;
 }
 
 // The int64 values of `index` in row-major order, each checked to lie in [0, size).
@@ -61,21 +40,6 @@ std::vector<int64_t> checked_indices(const OpDef& op, const Tensor& index, int64
     out[static_cast<size_t>(i)] = v;
   });
   return out;
-}
-
-// Runs f.template operator()<U>() with U an unsigned integer type as wide as one element.
-template <class F>
-void with_element_bytes(size_t element_size, F&& f) {
-  switch (element_size) {
-    case 1:
-      return f.template operator()<uint8_t>();
-    case 2:
-      return f.template operator()<uint16_t>();
-    case 4:
-      return f.template operator()<uint32_t>();
-    default:
-      return f.template operator()<uint64_t>();
-  }
 }
 
 // ---- embedding ----

@@ -1,9 +1,11 @@
-// Derivative formulas of the indexing family (Note [Gradient shapes] in derivative.h). Each
-// gradient that scatters is an out-of-place scatter_add into zeros (never an in-place write
-// into a view), so it is differentiable again; index tensors get no gradient.
+// Derivative formulas of the indexing family, advanced indexing and masked_select (Note
+// [Gradient shapes] in derivative.h). Each gradient that scatters is an out-of-place
+// scatter_add or index_put into zeros (never an in-place write into a view), so it is
+// differentiable again; index tensors get no gradient.
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/kernels/advanced_index.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
@@ -71,6 +73,56 @@ std::vector<Tensor> scatter_add_backward(const GradArgs& args) {
   return out;
 }
 
+// index(self, i_0, ...): the adjoint of a gather through the index tensors is their scatter;
+// duplicate positions add up, hence accumulate.
+std::vector<Tensor> index_backward(const GradArgs& args) {
+  std::vector<Tensor> out(args.inputs.size());
+  if (!args.needs(0)) return out;
+  const Tensor& g = args.grad();
+  std::vector<Tensor> in{zeros(args.input_sizes(0), g.options()), g};
+  in.insert(in.end(), args.inputs.begin() + 1, args.inputs.end());
+  IndexPutAttrs a{args.attrs_as<IndexAttrs>().dims, true};
+  out[0] = call_op(KILN_OP("index_put"), in, &a)[0];
+  return out;
+}
+
+// index_put(self, values, i_0, ...): self's gradient is zero where values were written and
+// passes elsewhere (also with accumulate, which adds to self); values' is the gradient at the
+// indexed positions, whose broadcast the engine sums down to values' shape.
+std::vector<Tensor> index_put_backward(const GradArgs& args) {
+  std::vector<Tensor> out(args.inputs.size());
+  const Tensor& g = args.grad();
+  const Shape& dims = args.attrs_as<IndexPutAttrs>().dims;
+  std::span<const Tensor> indices = args.inputs.subspan(2);
+  if (args.needs(0) && args.attrs_as<IndexPutAttrs>().accumulate) {
+    out[0] = g;
+  } else if (args.needs(0)) {
+    std::vector<Tensor> in{g, zeros({}, g.options())};
+    in.insert(in.end(), indices.begin(), indices.end());
+    IndexPutAttrs a{dims, false};
+    out[0] = call_op(KILN_OP("index_put"), in, &a)[0];
+  }
+  if (args.needs(1)) {
+    std::vector<Tensor> in{g};
+    in.insert(in.end(), indices.begin(), indices.end());
+    IndexAttrs a{dims};
+    out[1] = call_op(KILN_OP("index"), in, &a)[0];
+  }
+  return out;
+}
+
+// masked_select(self, mask): the selected elements' gradients go back to the positions where
+// the (broadcast) mask is true, zeros elsewhere; the engine sums a broadcast self down.
+std::vector<Tensor> masked_select_backward(const GradArgs& args) {
+  std::vector<Tensor> out(2);
+  if (!args.needs(0)) return out;
+  const Tensor& g = args.grad();
+  const Tensor& mask = args.inputs[1];
+  Shape b = broadcast_shapes("masked_select", args.input_sizes(0), mask.sizes());
+  out[0] = index_put(zeros(b, g.options()), {mask.expand(b)}, g, true);
+  return out;
+}
+
 }  // namespace
 
 void register_indexing_derivatives(OpTable& table) {
@@ -79,6 +131,11 @@ void register_indexing_derivatives(OpTable& table) {
   table.set_derivative("index_select", index_select_backward, save_bit(1));
   table.set_derivative("gather", gather_backward, save_bit(1));
   table.set_derivative("scatter_add", scatter_add_backward, save_bit(1));
+  // The index tensors: every input after self (index), after self and values (index_put).
+  table.set_derivative("index", index_backward, ~save_bit(0));
+  table.set_derivative("index_put", index_put_backward, ~(save_bit(0) | save_bit(1)));
+  table.set_derivative("index_put_", index_put_backward, ~(save_bit(0) | save_bit(1)));
+  table.set_derivative("masked_select", masked_select_backward, save_bit(1));
 }
 
 }  // namespace kiln
