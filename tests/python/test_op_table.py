@@ -114,6 +114,12 @@ SAMPLES = {
     "topk": lambda: dict(self=t(3, 4), k=2, dim=1),
     "cumsum": lambda: dict(self=t(3, 4), dim=1),
     "cumprod": lambda: dict(self=t(3, 4), dim=0),
+    # (self, index tensors...) and (self, values, index tensors...) with the dims they index
+    "index": lambda: dict(tensors=[t(3, 4), idx(2, 0), idx(-1, 1)], dims=(0, 1)),
+    **{n: (lambda: dict(tensors=[t(3, 4), t(4), idx(0, 2)], dims=(0,), accumulate=True))
+       for n in ("index_put", "index_put_")},
+    "nonzero": lambda: dict(self=mask()),
+    "masked_select": lambda: dict(self=t(3, 4), mask=mask()),
 }
 
 

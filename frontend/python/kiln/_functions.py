@@ -243,9 +243,12 @@ def where(condition, input=None, other=None, *, self=None):
         input = self
     if isinstance(input, _C.Tensor) and isinstance(other, _C.Tensor):
         return _C.ops.where(condition, input, other)
+    if input is None and other is None:
+        # torch.where(condition): nonzero(condition, as_tuple=True), a graph break under compile
+        from ._indexing import nonzero
+        return nonzero(condition, as_tuple=True)
     if input is None or other is None:
-        raise NotImplementedError("where(condition) (the indices of the nonzero elements) is "
-                                  "not supported; pass input and other")
+        raise TypeError("where() takes condition alone or condition, input and other")
     return _nn.where(condition, input, other)
 
 
