@@ -22,6 +22,7 @@ OpTable& OpTable::instance() {
     register_advanced_index_ops(*t);
     register_random_ops(*t);
     register_sort_ops(*t);
+    register_conv_ops(*t);
     register_cuda_kernels(*t);
     register_pointwise_derivatives(*t);
     register_reduction_derivatives(*t);
@@ -31,6 +32,7 @@ OpTable& OpTable::instance() {
     register_indexing_derivatives(*t);
     register_random_derivatives(*t);
     register_sort_derivatives(*t);
+    register_conv_derivatives(*t);
     register_autograd_kernels(*t);
     register_tracer_kernels(*t);
     return t;

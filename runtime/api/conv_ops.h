@@ -1,14 +1,7 @@
-// Convolutions (torch.nn.functional's conv1d, conv2d, conv_transpose2d) as composites of table
-// ops, so autograd, tracing, compile and every backend come with them.
-//
-// Note [Convolution as im2col]
-// conv2d gathers, for each of the kH*kW kernel offsets, the strided slice of the (zero-padded)
-// input that the offset reads for every output position: stacked, they are the im2col matrix
-// [N, C*kH*kW, OH*OW] without an index computation, and one batched product with the weight
-// [OC, C*kH*kW] per group gives the output, through the BLAS. The backward is autograd's:
-// the product's, then each slice's adjoint. conv_transpose2d is conv2d's adjoint written
-// forward: the weight's transpose times the input gives every offset's contribution, and each
-// is placed into the padded output by the slice's adjoint (slice_backward) and summed (col2im).
+// Convolutions: torch.nn.functional's conv1d, conv2d and conv_transpose2d, and torch's
+// convolution, over the op-table entry `convolution` (runtime/kernels/conv_ops.cpp; its
+// backward is the entry convolution_backward). These functions add and remove the batch dim of
+// unbatched inputs and turn padding='same' or 'valid' into numbers; the op checks the rest.
 #pragma once
 
 #include <source_location>

@@ -42,5 +42,7 @@ void register_cuda_indexing_kernels(OpTable& table);
 void register_cuda_index_reduction_kernels(OpTable& table);
 // sort, argsort, topk, cumsum and cumprod (cuda_sort_ops.cpp).
 void register_cuda_sort_kernels(OpTable& table);
+// convolution and convolution_backward through cuDNN (cudnn_conv.cpp).
+void register_cuda_conv_kernels(OpTable& table);
 
 }  // namespace kiln

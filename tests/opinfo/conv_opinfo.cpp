@@ -1,5 +1,5 @@
-// OpInfo entries of the convolution composites: conv2d, conv1d, conv_transpose2d. References are
-// the defining sums, looped over doubles.
+// OpInfo entries of the public convolutions over the convolution op: conv2d, conv1d,
+// conv_transpose2d. References are the defining sums, looped over doubles.
 #include <string>
 
 #include "opinfo/op_info.h"
@@ -72,7 +72,7 @@ std::vector<ConvCase> conv2d_cases() {
 }
 
 KILN_REGISTER_OPINFO(conv2d, [] {
-  OpInfo info{"conv2d", {"slice", "cat", "bmm", "add"}};
+  OpInfo info{"conv2d", {"convolution"}};
   info.samples = [] {
     std::vector<Sample> out;
     uint32_t seed = 950;
@@ -111,7 +111,7 @@ KILN_REGISTER_OPINFO(conv2d, [] {
 }());
 
 KILN_REGISTER_OPINFO(conv1d, [] {
-  OpInfo info{"conv1d", {"slice", "cat", "bmm", "unsqueeze", "squeeze"}};
+  OpInfo info{"conv1d", {"convolution", "unsqueeze", "squeeze"}};
   info.samples = [] {
     // conv1d is conv2d over a height of 1: the same reference with h = 1.
     const std::vector<ConvCase> cases = {
@@ -166,7 +166,7 @@ struct TransposeCase {
 };
 
 KILN_REGISTER_OPINFO(conv_transpose2d, [] {
-  OpInfo info{"conv_transpose2d", {"bmm", "slice_backward", "add", "slice"}};
+  OpInfo info{"conv_transpose2d", {"convolution"}};
   info.samples = [] {
     const std::vector<TransposeCase> cases = {
         {{2, 4, 5, 4}, {4, 3, 3, 3}, true, 2, 1, 1, 1, 1, Layout::Contiguous},

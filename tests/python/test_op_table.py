@@ -120,6 +120,13 @@ SAMPLES = {
        for n in ("index_put", "index_put_")},
     "nonzero": lambda: dict(self=mask()),
     "masked_select": lambda: dict(self=t(3, 4), mask=mask()),
+    "convolution": lambda: dict(tensors=[t(1, 2, 4, 4), t(3, 2, 3, 3), t(3)], stride=(1,),
+                                padding=(1,), dilation=(1,), transposed=False,
+                                output_padding=(0,), groups=1),
+    "convolution_backward": lambda: dict(grad_output=t(1, 3, 4, 4), input=t(1, 2, 4, 4),
+                                         weight=t(3, 2, 3, 3), stride=(1,), padding=(1,),
+                                         dilation=(1,), transposed=False, output_padding=(0,),
+                                         groups=1, output_mask=(1, 1, 1)),
 }
 
 
