@@ -13,8 +13,8 @@
 // the output gradient swapped. A 1x1 window at stride 1 without padding (ConvGeometry::pointwise)
 // reads the image as its own columns, so its products are plain GEMMs on the tensors.
 // The images run one after another, each GEMM on OpenBLAS's threads and im2col/col2im on Kiln's
-// pool: on 2 cores this measured faster than images in parallel on Kiln's pool with
-// single-threaded GEMMs (bench/nn_layers_vs_torch.py; numbers in docs/features.md).
+// pool. Images in parallel on Kiln's pool with single-threaded GEMMs is the alternative still
+// to be measured (it needs OpenBLAS held to one thread per call).
 // float16/bfloat16 compute in float32 and round once at the end, as the matmul kernel.
 #include <cstring>
 
