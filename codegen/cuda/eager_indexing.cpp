@@ -20,6 +20,11 @@ namespace kiln::codegen::cuda {
 // - scatter_add runs a thread per position outside the scattered dim, which adds that
 //   position's elements in index order, rounding after each add as the serial CPU loop does;
 //   duplicate indices never race and the sums do not depend on scheduling (no atomics).
+//   index_put is the same kernel over the dims it does not index, looping over the positions
+//   of the broadcast index tensors; without accumulate it assigns, so the last duplicate wins
+//   as on the CPU (runtime/cuda/cuda_advanced_index_ops.cpp).
+// - nonzero's coordinates are written from an inclusive running count of the nonzero flags
+//   (cumsum's kernel): the element at flat position i, when nonzero, is row count[i] - 1.
 // - The index reductions take the CPU's row form ([outer, r] contiguous rows in the compute
 //   dtype) and its rule: the first NaN, else the first extreme element.
 // Indices are checked on the device: a bad one is reported through a two-word buffer
@@ -111,13 +116,16 @@ CudaSource eager_gather_source(size_t element_bytes) {
   return src;
 }
 
-CudaSource eager_scatter_add_source(DType dtype) {
-  KILN_CHECK(dtype != kBool, "cuda scatter_add kernel: dtype bool is not supported");
+CudaSource eager_scatter_add_source(DType dtype, bool accumulate) {
+  KILN_CHECK(dtype != kBool || !accumulate, "cuda scatter_add kernel: dtype bool is not supported");
   std::string st(storage_type(dtype));
-  std::string base = fmt::format("kiln_eager_scatter_add_{}", symbol_of(dtype));
+  std::string base =
+      fmt::format("kiln_eager_scatter_{}_{}", accumulate ? "add" : "set", symbol_of(dtype));
   std::string slot = "out[o + v * out_dim_stride]", add = "src[s + j * src_step]";
   std::string sum;
-  if (is_floating(dtype)) {
+  if (!accumulate) {
+    sum = add;  // the later write wins, as in the CPU's serial loop
+  } else if (is_floating(dtype)) {
     // 16-bit floats add in float and round back after each add, as the CPU's compute_t.
     sum = to_storage(fmt::format("{} + {}", load(slot, dtype), load(add, dtype)), dtype);
   } else {
@@ -150,6 +158,30 @@ CudaSource eager_scatter_add_source(DType dtype) {
       fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("st", st),
       fmt::arg("loop", eager_grid_stride_loop("ix.numel")), fmt::arg("slot", slot),
       fmt::arg("sum", sum));
+  src.entries.push_back(CudaEntry{base, Mapping::Elementwise, 0, kBlock, 1});
+  return src;
+}
+
+CudaSource eager_nonzero_source() {
+  std::string base = "kiln_eager_nonzero";
+  CudaSource src;
+  src.name = base.substr(5);
+  src.code = fmt::format(
+      "struct KilnNonzeroSizes {{ long long sizes[{max_dims}]; int ndim; }};\n"
+      "extern \"C\" __global__ void __launch_bounds__({block}) {base}(long long* out, const "
+      "long long* count, const KilnNonzeroSizes s, const long long numel) {{\n"
+      "{loop}"
+      "    const long long before = i == 0 ? 0 : count[i - 1];\n"
+      "    if (count[i] == before) continue;\n"
+      "    long long rest = (long long)i;\n"
+      "    for (int d = s.ndim - 1; d >= 0; --d) {{\n"
+      "      out[before * s.ndim + d] = rest % s.sizes[d];\n"
+      "      rest /= s.sizes[d];\n"
+      "    }}\n"
+      "  }}\n"
+      "}}\n",
+      fmt::arg("block", kBlock), fmt::arg("base", base), fmt::arg("max_dims", kNonzeroMaxDims),
+      fmt::arg("loop", eager_grid_stride_loop("numel")));
   src.entries.push_back(CudaEntry{base, Mapping::Elementwise, 0, kBlock, 1});
   return src;
 }

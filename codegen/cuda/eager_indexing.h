@@ -22,7 +22,20 @@ CudaSource eager_gather_source(size_t element_bytes);
 // long long* bad): a thread per position of ix (the index's shape with the scattered dim
 // removed; operand 0 the output with that dim's stride 0, 1 the index, 2 src), which adds its n
 // src elements along the dim into out in order.
-CudaSource eager_scatter_add_source(DType dtype);
+// With accumulate=false the kernel (kiln_eager_scatter_set_<dtype>) assigns instead, so the
+// last of duplicate indices wins; bool is allowed then.
+CudaSource eager_scatter_add_source(DType dtype, bool accumulate = true);
+
+// kiln_eager_nonzero(long long* out, const long long* count, KilnNonzeroSizes s, long long
+// numel): `count` is the inclusive running count of the nonzero elements of a row-major tensor
+// of sizes s.sizes[0..s.ndim); each nonzero element writes its coordinates into row
+// count[i] - 1 of out [n, ndim].
+inline constexpr int kNonzeroMaxDims = 16;
+struct NonzeroSizes {
+  long long sizes[kNonzeroMaxDims] = {};
+  int ndim = 0;
+};
+CudaSource eager_nonzero_source();
 
 // kiln_eager_index_reduce_<max|min>_<compute>(values, indices, rows, long long outer,
 // long long r): a block per row of the contiguous [outer, r] rows (in the compute dtype); the

@@ -37,6 +37,7 @@ void register_cuda_linalg_kernels(OpTable& table);
 // embedding, index_select, gather, scatter_add, cat, slice_backward and select_backward
 // (cuda_indexing_ops.cpp).
 void register_cuda_indexing_kernels(OpTable& table);
+void register_cuda_advanced_index_kernels(OpTable& table);  // cuda_advanced_index_ops.cpp
 // max/min with indices, argmax/argmin, nll_loss, logsumexp and var
 // (cuda_index_reduction_ops.cpp).
 void register_cuda_index_reduction_kernels(OpTable& table);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <set>
 
 #include "kiln/runtime/api/advanced_index_ops.h"
 #include "opinfo/op_info.h"
@@ -126,7 +127,7 @@ const std::vector<IndexCase> kCases = {
     {"middle_pair", {3, 4, 5, 2}, Layout::Contiguous, {{{2, 0, 3}, {3}}, {{4}, {1}}}, {1, 2}},
     {"nonadjacent", {4, 5, 3}, Layout::Contiguous, {{{0, 3, 0}, {3}}, {{2, -1, 2}, {3}}}, {0, 2}},
     {"nonadj_bcast",
-     {3, 2, 4, 2},
+     {3, 2, 4, 5},
      Layout::Contiguous,
      {{{1, 0}, {2, 1}}, {{3, -4, 0}, {1, 3}}},
      {1, 3}},
@@ -190,7 +191,8 @@ OpInfo index_put_info(const char* name, bool in_place) {
             std::vector<RefTensor> idx_ref;
             for (const Tensor& t : case_indices(c))
               idx_ref.push_back(to_ref(t));
-            Shape result = ref_placement(c.x, idx_ref, c.dims).result;
+            RefPlacement placement = ref_placement(c.x, idx_ref, c.dims);
+            Shape result = placement.result;
             Shape vshape = result;
             if (broadcast_values) vshape = result.empty() ? Shape{} : Shape{result.back()};
             std::vector<Tensor> inputs{make_input(c.x, dt, c.layout, -4, 4, seed++),
@@ -198,7 +200,7 @@ OpInfo index_put_info(const char* name, bool in_place) {
             for (Tensor& t : case_indices(c))
               inputs.push_back(t);
             Shape dims = c.dims;
-            out.push_back(make_sample(
+            Sample sample = make_sample(
                 fmt::format("{}_{}{}{}", kiln::dtype_name(dt), c.name, accumulate ? "_acc" : "",
                             broadcast_values ? "_bcast" : ""),
                 inputs,
@@ -213,7 +215,10 @@ OpInfo index_put_info(const char* name, bool in_place) {
                 [dims, accumulate](const std::vector<RefTensor>& in) {
                   return std::vector{
                       ref_index_put(in[0], in[1], {in.begin() + 2, in.end()}, dims, accumulate)};
-                }));
+                });
+            std::set<Index> positions(placement.source.begin(), placement.source.end());
+            sample.gradcheck = accumulate || positions.size() == placement.source.size();
+            out.push_back(std::move(sample));
           }
         }
       }

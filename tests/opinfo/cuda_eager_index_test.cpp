@@ -1,8 +1,8 @@
 // Eager CUDA index kernels (Note [Eager CUDA index kernels]): without a GPU, every gather,
-// scatter_add and index reduction kernel the ops can ask for compiles with NVRTC to
-// PTX for sm_80 and sm_90. With a GPU, a bad index raises the CPU kernel's kiln::Error instead of
-// reading out of bounds, and the device stays usable. (cuda_eager_opinfo_test.cpp compares the
-// kernels' results with the CPU's on every OpInfo sample.)
+// scatter_add, index_put, nonzero and index reduction kernel the ops can ask for compiles with
+// NVRTC to PTX for sm_80 and sm_90. With a GPU, a bad index raises the CPU kernel's kiln::Error
+// instead of reading out of bounds, and the device stays usable. (cuda_eager_opinfo_test.cpp
+// compares the kernels' results with the CPU's on every OpInfo sample.)
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,18 +26,27 @@ TEST(CudaEagerIndex, EveryKernelCompilesToPtxForSm80AndSm90) {
   for (size_t bytes : {1, 2, 4, 8})
     add(cg::eager_gather_source(bytes));
   for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16, kiln::kInt64,
-                  kiln::kInt32})
+                  kiln::kInt32}) {
     add(cg::eager_scatter_add_source(t));
+    add(cg::eager_scatter_add_source(t, /*accumulate=*/false));  // index_put
+  }
+  add(cg::eager_scatter_add_source(kiln::kBool, false));
+  add(cg::eager_nonzero_source());
   // The compute dtypes of reduction_compute_dtype.
   for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kInt64}) {
     add(cg::eager_index_reduce_source(t, true));
     add(cg::eager_index_reduce_source(t, false));
   }
-  for (const char* name :
-       {"embedding", "index_select", "gather", "scatter_add", "cat", "slice_backward",
-        "select_backward", "max", "min", "argmax", "argmin", "nll_loss", "logsumexp", "var"}) {
+  for (const char* name : {"embedding", "index_select", "gather", "scatter_add", "cat",
+                           "slice_backward", "select_backward", "max", "min", "argmax", "argmin",
+                           "nll_loss", "logsumexp", "var", "index", "index_put", "index_put_"}) {
     const kiln::OpDef& op = kiln::get_op(name);
     EXPECT_NE(op.compute[static_cast<int>(kiln::DispatchKey::CUDA)], nullptr) << name;
+  }
+  // Their output size is counted from the values: boxed kernels that allocate it.
+  for (const char* name : {"nonzero", "masked_select"}) {
+    const kiln::OpDef& op = kiln::get_op(name);
+    EXPECT_NE(op.boxed[static_cast<int>(kiln::DispatchKey::CUDA)], nullptr) << name;
   }
   for (const std::string& ptx : kiln_test::ptx_for_sm80_and_sm90(corpus.tu, "eager_index_corpus"))
     EXPECT_EQ(kiln_test::count(ptx, ".entry"), corpus.kernels);
@@ -94,6 +103,10 @@ TEST_F(CudaIndexErrors, OutOfRangeIndicesRaiseTheCpusErrorAndTheDeviceStaysUsabl
     (void)kiln::nll_loss(logp, on_gpu(kiln::from_vector<int64_t>({1, 5}, {2})));
   });
   EXPECT_NE(e.find("nll_loss: Target 5 is out of bounds (number of classes 5)"), std::string::npos)
+      << e;
+  e = error_of([&] { (void)kiln::index(x, {std::optional<Tensor>(idx)}); });
+  EXPECT_NE(e.find("index: index 7 is out of bounds for dimension 0 with size 4"),
+            std::string::npos)
       << e;
   // The errors left the device and its stream working: the next call gives the CPU's answer.
   Tensor ok = kiln::index_select(x, 0, on_gpu(kiln::from_vector<int64_t>({3, 0}, {2})));

@@ -378,6 +378,14 @@ const OpInfo& find_opinfo(const std::string& name) {
   throw std::runtime_error("no OpInfo " + name);
 }
 
+bool covers_op_with(const OpInfo& info, kiln::OpFlag flag) {
+  for (const std::string& c : info.covers) {
+    const kiln::OpDef* op = kiln::OpTable::instance().find(c);
+    if (op != nullptr && op->has(flag)) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> opinfo_names() {
   std::vector<std::string> names;
   for (const OpInfo& info : all_opinfos())

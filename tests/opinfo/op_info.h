@@ -49,6 +49,10 @@ struct Sample {
   CheckFn check;
   double rtol = -1;  // < 0: the default for the output dtype (see default_tolerance)
   double atol = -1;
+  // false where finite differences are not the op's gradient: index_put without accumulate
+  // onto repeated positions, where only the last write reaches the output (torch's formula,
+  // like Kiln's, still gives each duplicate the gradient).
+  bool gradcheck = true;
 };
 
 // A sample compared against a reference.
@@ -72,6 +76,8 @@ std::string shape_name(const kiln::Shape& s);
 // ---- for the suites that run every OpInfo (one parameterized test per OpInfo) ----
 
 const OpInfo& find_opinfo(const std::string& name);  // throws for an unknown name
+// Whether any op-table entry `info` covers has `flag` (kRandom, kNonTraceable, ...).
+bool covers_op_with(const OpInfo& info, kiln::OpFlag flag);
 std::vector<std::string> opinfo_names();
 // The OpInfo's name with every non-alphanumeric character replaced, as gtest requires.
 std::string opinfo_test_name(const ::testing::TestParamInfo<std::string>& info);

@@ -2,9 +2,10 @@
 // programs (Note [Reduction programs]) against the eager CPU kernels: on every OpInfo sample
 // that reaches softmax, log_softmax, layer_norm, their fused backwards, sum, mean, prod, amax,
 // amin or nll_loss, the op's program run by the kernel-IR interpreter (and by LLVM) gives the
-// CPU kernel's result (reductions in both forms, vector and serial). The sums run in another order (the CPU's blocks of 1024 are combined in
-// double; a row program accumulates in the compute dtype), so floating results agree to a
-// tolerance that grows with the count of reduced elements; integer results are identical.
+// CPU kernel's result (reductions in both forms, vector and serial). The sums run in another order
+// (the CPU's blocks of 1024 are combined in double; a row program accumulates in the compute
+// dtype), so floating results agree to a tolerance that grows with the count of reduced elements;
+// integer results are identical.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -51,14 +51,6 @@ class ReportCounts : public ::testing::Environment {
 [[maybe_unused]] auto* const kReport =
     ::testing::AddGlobalTestEnvironment(new ReportCounts());  // gtest owns it
 
-bool covers_op_with(const OpInfo& info, kiln::OpFlag flag) {
-  for (const std::string& c : info.covers) {
-    const kiln::OpDef* op = kiln::OpTable::instance().find(c);
-    if (op != nullptr && op->has(flag)) return true;
-  }
-  return false;
-}
-
 void expect_identical(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)

@@ -41,7 +41,9 @@ TEST(OpTable, EveryOpHasRulesAndACpuKernel) {
     EXPECT_NE(op->attrs, nullptr);
     EXPECT_FALSE(op->attrs_type.empty());
     if (!op->has(kiln::kView)) {
-      EXPECT_NE(op->compute[kCpu], nullptr);
+      // An op whose output size is counted from its values allocates it in a boxed kernel
+      // (Note [Data-dependent output shapes]).
+      EXPECT_TRUE(op->compute[kCpu] != nullptr || op->boxed[kCpu] != nullptr);
     }
     if (op->has(kiln::kFactory)) {
       EXPECT_NE(op->attr_device, nullptr);

@@ -119,7 +119,9 @@ std::vector<Tensor> masked_select_backward(const GradArgs& args) {
   const Tensor& g = args.grad();
   const Tensor& mask = args.inputs[1];
   Shape b = broadcast_shapes("masked_select", args.input_sizes(0), mask.sizes());
-  out[0] = index_put(zeros(b, g.options()), {mask.expand(b)}, g, true);
+  // Flat, so that a 0-dim mask (a 0-dim bool index is refused) works as any other.
+  Tensor flat_mask = mask.expand(b).reshape({-1});
+  out[0] = index_put(zeros({shape_numel(b)}, g.options()), {flat_mask}, g, true).reshape(b);
   return out;
 }
 
