@@ -8,6 +8,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <type_traits>
 
 #include "kiln/base/dtype.h"
 
@@ -60,6 +61,19 @@ class Scalar {
     int64_t i_;
   };
 };
+
+// A scalar operand as an eager kernel over elements of type T computes with it: converted to
+// compute_t<T>, except that for the small integer types it is first converted to T itself (so
+// 300 against a uint8 tensor is 44), as torch casts a wrapped number to the op's dtype (Note
+// [Small integer dtypes] in dtype.h). The kernel-IR expressions use the same conversion.
+template <class T>
+compute_t<T> scalar_value(const Scalar& s) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < 4) {
+    return static_cast<compute_t<T>>(s.to<T>());
+  } else {
+    return s.to<compute_t<T>>();
+  }
+}
 
 }  // namespace kiln
 

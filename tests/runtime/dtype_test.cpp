@@ -2,8 +2,10 @@
 // (round to nearest even, NaN stays NaN, overflow to infinity).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cfenv>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -17,19 +19,24 @@ using kiln::BFloat16;
 using kiln::DType;
 using kiln::Half;
 
-constexpr DType kAll[] = {kiln::kBool,     kiln::kInt32,   kiln::kInt64,  kiln::kFloat16,
-                          kiln::kBFloat16, kiln::kFloat32, kiln::kFloat64};
+constexpr DType kAll[] = {kiln::kBool,    kiln::kUInt8,  kiln::kInt8,    kiln::kInt16,
+                          kiln::kInt32,   kiln::kInt64,  kiln::kFloat16, kiln::kBFloat16,
+                          kiln::kFloat32, kiln::kFloat64};
+static_assert(std::size(kAll) == kiln::kNumDTypes);
 
 TEST(DType, ElementSizeAndNameOfEveryDType) {
   struct Case {
     DType t;
     size_t size;
     const char* name;
+    const char* short_name;
   };
-  const Case cases[] = {{kiln::kBool, 1, "bool"},         {kiln::kInt32, 4, "int32"},
-                        {kiln::kInt64, 8, "int64"},       {kiln::kFloat16, 2, "float16"},
-                        {kiln::kBFloat16, 2, "bfloat16"}, {kiln::kFloat32, 4, "float32"},
-                        {kiln::kFloat64, 8, "float64"}};
+  const Case cases[] = {
+      {kiln::kBool, 1, "bool", "b8"},        {kiln::kUInt8, 1, "uint8", "u8"},
+      {kiln::kInt8, 1, "int8", "i8"},        {kiln::kInt16, 2, "int16", "i16"},
+      {kiln::kInt32, 4, "int32", "i32"},     {kiln::kInt64, 8, "int64", "i64"},
+      {kiln::kFloat16, 2, "float16", "f16"}, {kiln::kBFloat16, 2, "bfloat16", "bf16"},
+      {kiln::kFloat32, 4, "float32", "f32"}, {kiln::kFloat64, 8, "float64", "f64"}};
   for (const Case& c : cases) {
     EXPECT_EQ(kiln::element_size(c.t), c.size) << c.name;
     EXPECT_EQ(kiln::dtype_name(c.t), c.name);
@@ -37,6 +44,10 @@ TEST(DType, ElementSizeAndNameOfEveryDType) {
     os << c.t;
     EXPECT_EQ(os.str(), c.name);
     EXPECT_EQ(fmt::format("{}", c.t), c.name);
+    EXPECT_EQ(kiln::dtype_short_name(c.t), c.short_name);
+    DType parsed = kiln::kFloat32;
+    ASSERT_TRUE(kiln::dtype_from_short_name(c.short_name, &parsed)) << c.short_name;
+    EXPECT_EQ(parsed, c.t);
   }
 }
 
@@ -53,10 +64,20 @@ TEST(DType, CategoriesOfEveryDType) {
   EXPECT_TRUE(kiln::is_integral(kiln::kInt32, false));
   EXPECT_TRUE(kiln::is_integral(kiln::kInt64, false));
   EXPECT_FALSE(kiln::is_integral(kiln::kFloat32, true));
+  for (DType t : {kiln::kUInt8, kiln::kInt8, kiln::kInt16}) {
+    EXPECT_FALSE(kiln::is_floating(t)) << t;
+    EXPECT_TRUE(kiln::is_integral(t, false)) << t;
+    EXPECT_TRUE(kiln::is_small_integral(t)) << t;
+  }
+  EXPECT_FALSE(kiln::is_small_integral(kiln::kInt32));
+  EXPECT_FALSE(kiln::is_small_integral(kiln::kBool));
 }
 
 TEST(DType, ElementSizeMatchesTheCppType) {
   EXPECT_EQ(kiln::element_size(kiln::dtype_of<bool>), sizeof(bool));
+  EXPECT_EQ(kiln::element_size(kiln::dtype_of<uint8_t>), sizeof(uint8_t));
+  EXPECT_EQ(kiln::element_size(kiln::dtype_of<int8_t>), sizeof(int8_t));
+  EXPECT_EQ(kiln::element_size(kiln::dtype_of<int16_t>), sizeof(int16_t));
   EXPECT_EQ(kiln::element_size(kiln::dtype_of<int32_t>), sizeof(int32_t));
   EXPECT_EQ(kiln::element_size(kiln::dtype_of<int64_t>), sizeof(int64_t));
   EXPECT_EQ(kiln::element_size(kiln::dtype_of<Half>), sizeof(Half));
@@ -65,26 +86,57 @@ TEST(DType, ElementSizeMatchesTheCppType) {
   EXPECT_EQ(kiln::element_size(kiln::dtype_of<double>), sizeof(double));
 }
 
-// torch.promote_types for every pair, written out from PyTorch's rules: bool < int32 < int64 <
-// (float16 | bfloat16) < float32 < float64; float16 with bfloat16 is float32; any integer or
-// bool with a 16-bit float is that float type.
+// torch.promote_types for every pair, as torch 2.x prints it (checked against torch itself in
+// tests/python/test_dtypes.py): bool < uint8, int8 < int16 < int32 < int64 < (float16 |
+// bfloat16) < float32 < float64; uint8 with int8 is int16; float16 with bfloat16 is float32;
+// any integer or bool with a 16-bit float is that float type.
 TEST(DType, PromoteTypesFullTable) {
-  const DType b = kiln::kBool, i = kiln::kInt32, l = kiln::kInt64, h = kiln::kFloat16,
-              bf = kiln::kBFloat16, f = kiln::kFloat32, d = kiln::kFloat64;
-  // Rows/columns: bool, int32, int64, float16, bfloat16, float32, float64.
-  const DType expected[7][7] = {
-      {b, i, l, h, bf, f, d},     // bool
-      {i, i, l, h, bf, f, d},     // int32
-      {l, l, l, h, bf, f, d},     // int64
-      {h, h, h, h, f, f, d},      // float16
-      {bf, bf, bf, f, bf, f, d},  // bfloat16
-      {f, f, f, f, f, f, d},      // float32
-      {d, d, d, d, d, d, d},      // float64
+  const DType b = kiln::kBool, u1 = kiln::kUInt8, s1 = kiln::kInt8, s2 = kiln::kInt16,
+              i = kiln::kInt32, l = kiln::kInt64, h = kiln::kFloat16, bf = kiln::kBFloat16,
+              f = kiln::kFloat32, d = kiln::kFloat64;
+  // Rows/columns: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64.
+  const DType expected[10][10] = {
+      {b, u1, s1, s2, i, l, h, bf, f, d},     // bool
+      {u1, u1, s2, s2, i, l, h, bf, f, d},    // uint8
+      {s1, s2, s1, s2, i, l, h, bf, f, d},    // int8
+      {s2, s2, s2, s2, i, l, h, bf, f, d},    // int16
+      {i, i, i, i, i, l, h, bf, f, d},        // int32
+      {l, l, l, l, l, l, h, bf, f, d},        // int64
+      {h, h, h, h, h, h, h, f, f, d},         // float16
+      {bf, bf, bf, bf, bf, bf, f, bf, f, d},  // bfloat16
+      {f, f, f, f, f, f, f, f, f, d},         // float32
+      {d, d, d, d, d, d, d, d, d, d},         // float64
   };
-  for (int r = 0; r < 7; ++r) {
-    for (int c = 0; c < 7; ++c) {
+  for (int r = 0; r < 10; ++r) {
+    for (int c = 0; c < 10; ++c) {
       EXPECT_EQ(kiln::promote_types(kAll[r], kAll[c]), expected[r][c])
           << kAll[r] << " with " << kAll[c];
+    }
+  }
+}
+
+// The integer part of the lattice from its rule instead of a table: the narrowest integer dtype
+// whose range holds both operands' ranges.
+TEST(DType, IntegerPromotionHoldsBothRanges) {
+  struct Range {
+    DType t;
+    double lo, hi;
+  };
+  const Range ints[] = {{kiln::kUInt8, 0, 255},
+                        {kiln::kInt8, -128, 127},
+                        {kiln::kInt16, -32768, 32767},
+                        {kiln::kInt32, -2147483648.0, 2147483647.0},
+                        {kiln::kInt64, -0x1p63, 0x1p63}};
+  for (const Range& a : ints) {
+    for (const Range& b : ints) {
+      DType want = kiln::kInt64;
+      for (const Range& c : ints) {  // narrowest first
+        if (c.lo <= std::min(a.lo, b.lo) && c.hi >= std::max(a.hi, b.hi)) {
+          want = c.t;
+          break;
+        }
+      }
+      EXPECT_EQ(kiln::promote_types(a.t, b.t), want) << a.t << " with " << b.t;
     }
   }
 }
