@@ -17,8 +17,11 @@ decltype(auto) with_lane(DType t, F&& f) {
   switch (t) {
     case DType::Bool:
       return f(uint8_t{});
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
     case DType::Int32:
-      return f(int32_t{});
+      return f(int32_t{});  // a small integer is held as its value, like a 16-bit float
     case DType::Int64:
       return f(int64_t{});
     case DType::Float64:
@@ -34,6 +37,12 @@ decltype(auto) with_storage(DType t, F&& f) {
   switch (t) {
     case DType::Bool:
       return f(uint8_t{});  // read as a byte: a bool object must hold 0 or 1
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int16:
+      return f(int16_t{});
     case DType::Int32:
       return f(int32_t{});
     case DType::Int64:
@@ -407,6 +416,13 @@ void cast(DType from, const void* in, DType to, void* out, int n) {
       T* o = static_cast<T*>(out);
       for (int i = 0; i < n; ++i)
         o[i] = convert<T>(x[i]);
+      if constexpr (std::is_same_v<T, int32_t>) {
+        // To a small integer: through int32, then narrowed (Note [Kernel IR dtypes]).
+        if (is_small_integral(to)) {
+          for (int i = 0; i < n; ++i)
+            o[i] = static_cast<int32_t>(wrap_integer(o[i], to));
+        }
+      }
     });
   });
 }

@@ -3,8 +3,9 @@
 // the eager kernels' for the same dtype (kiln::math:: primitives, wrapping integers), so that the
 // interpreter is the reference the compiled backends are tested against.
 //
-// Lane values are stored per dtype as: b8 -> uint8_t (0 or 1), i32 -> int32_t, i64 -> int64_t,
-// f16, bf16 and f32 -> float (a 16-bit value is held exactly, as its float), f64 -> double.
+// Lane values are stored per dtype as: b8 -> uint8_t (0 or 1), u8, i8, i16 and i32 -> int32_t
+// (a small integer is held as its value), i64 -> int64_t, f16, bf16 and f32 -> float (a 16-bit
+// value is held exactly, as its float), f64 -> double.
 #pragma once
 
 #include <cstdint>

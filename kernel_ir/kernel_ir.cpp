@@ -79,7 +79,8 @@ std::string_view loop_kind_name(LoopKind k) {
 }
 
 DType compute_dtype(DType t) {
-  return t == kFloat16 || t == kBFloat16 ? kFloat32 : t;
+  if (t == kFloat16 || t == kBFloat16) return kFloat32;
+  return is_small_integral(t) ? kInt32 : t;
 }
 
 // ---- Builder ----
@@ -111,7 +112,7 @@ bool int_const(const Expr& e, int64_t* v) {
 
 // Integer arithmetic that wraps as the interpreter's does (two's complement, in the dtype).
 int64_t wrap(int64_t v, DType t) {
-  return t == kInt32 ? static_cast<int32_t>(v) : v;
+  return wrap_integer(v, t);
 }
 int64_t wrapping(BinaryOp op, int64_t a, int64_t b, DType t) {
   auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
@@ -238,10 +239,15 @@ ExprId Builder::constant(double v, DType dtype) {
     case DType::Bool:
       e.ivalue = v != 0;
       break;
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
     case DType::Int32:
     case DType::Int64: {
-      double lo = dtype == kInt32 ? -0x1p31 : -0x1p63;
-      KILN_CHECK(v >= lo && v < -lo, "kernel IR builder (kernel {}): constant {} does not fit {}",
+      // The bounds as doubles: exact for every integer dtype (-2^63 and 2^63 for int64).
+      double lo = static_cast<double>(integer_min(dtype));
+      double hi = dtype == kInt64 ? 0x1p63 : static_cast<double>(integer_max(dtype)) + 1;
+      KILN_CHECK(v >= lo && v < hi, "kernel IR builder (kernel {}): constant {} does not fit {}",
                  k_->name, v, dtype_short_name(dtype));
       e.ivalue = static_cast<int64_t>(v);
       break;

@@ -250,7 +250,7 @@ class MathScope {
 };
 
 // The dtype eager kernels compute a dtype's values in (dtype.h's compute_t): Float32 for the
-// 16-bit floats, the dtype itself otherwise.
+// 16-bit floats, Int32 for the small integers, the dtype itself otherwise.
 DType compute_dtype(DType t);
 
 Val operator+(Val a, Val b);

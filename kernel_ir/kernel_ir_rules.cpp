@@ -10,8 +10,9 @@
 namespace kiln::kir {
 namespace {
 
-bool is_16bit(DType t) {
-  return t == kFloat16 || t == kBFloat16;
+// The dtypes that exist only as loads and casts (Note [Kernel IR dtypes]).
+bool is_storage_only(DType t) {
+  return t == kFloat16 || t == kBFloat16 || is_small_integral(t);
 }
 bool is_float_compute(DType t) {
   return t == kFloat32 || t == kFloat64;
@@ -130,10 +131,10 @@ std::string expr_problem(const Kernel& k, ExprId self, const Expr& e) {
     }
   }
   auto arg = [&](int i) { return k.exprs[static_cast<size_t>(e.args[i])].dtype; };
-  if (is_16bit(e.dtype) && e.kind != ExprKind::Load && e.kind != ExprKind::Cast) {
+  if (is_storage_only(e.dtype) && e.kind != ExprKind::Load && e.kind != ExprKind::Cast) {
     return fmt::format(
-        "{} is typed {}; 16-bit floats exist only as loads and casts (Note "
-        "[Kernel IR dtypes])",
+        "{} is typed {}; 16-bit floats and 8- and 16-bit integers exist only as loads and "
+        "casts (Note [Kernel IR dtypes])",
         kind_name(e.kind), dtype_short_name(e.dtype));
   }
   switch (e.kind) {

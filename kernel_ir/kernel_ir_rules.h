@@ -13,9 +13,12 @@ namespace kiln::kir {
 
 // Note [Kernel IR dtypes]
 // Expressions compute in Bool, Int32, Int64, Float32 and Float64 (the eager kernels' compute
-// types). Float16 and BFloat16 values exist only as loads and casts: a Load from a 16-bit buffer
-// or a Cast to a 16-bit dtype, whose value is read by a Cast (to_compute) or written by a Store.
-// Constants, variables and arithmetic are never 16-bit.
+// types). Float16, BFloat16, UInt8, Int8 and Int16 values exist only as loads and casts: a Load
+// from such a buffer or a Cast to such a dtype, whose value is read by a Cast (to_compute) or
+// written by a Store. Constants, variables and arithmetic are never of these dtypes: the half
+// types compute in f32 and the small integers in i32 (compute_dtype), and a Cast to a small
+// integer wraps (two's complement) as the eager CPU kernels' narrowing stores do (Note [Small
+// integer dtypes] in base/dtype.h).
 bool is_compute_dtype(DType t);
 
 // How many of Expr::args an expression of this kind uses (the rest are ignored); -1 for a value

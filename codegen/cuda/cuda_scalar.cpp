@@ -17,8 +17,11 @@ std::string_view value_type(DType t) {
   switch (t) {
     case DType::Bool:
       return "bool";
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
     case DType::Int32:
-      return "int";
+      return "int";  // small integers computed in int (Note [Kernel IR dtypes])
     case DType::Int64:
       return "long long";
     case DType::Float64:
@@ -31,7 +34,12 @@ std::string_view value_type(DType t) {
 std::string_view storage_type(DType t) {
   switch (t) {
     case DType::Bool:
+    case DType::UInt8:
       return "unsigned char";
+    case DType::Int8:
+      return "signed char";
+    case DType::Int16:
+      return "short";
     case DType::Float16:
     case DType::BFloat16:
       return "unsigned short";
@@ -44,6 +52,9 @@ std::string_view dtype_suffix(DType t) {
   switch (t) {
     case DType::Bool:
       return "b8";
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
     case DType::Int32:
       return "i32";
     case DType::Int64:
@@ -57,7 +68,7 @@ std::string_view dtype_suffix(DType t) {
 
 std::string int_literal(int64_t v, DType t) {
   if (t == kBool) return v ? "true" : "false";
-  if (t == kInt32) {
+  if (t == kInt32 || is_small_integral(t)) {
     if (v == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
     return fmt::format("{}", v);
   }
@@ -126,6 +137,10 @@ std::string from_storage(const std::string& x, DType t) {
   switch (t) {
     case DType::Bool:
       return fmt::format("({} != 0)", x);
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
+      return fmt::format("(int)({})", x);
     case DType::Float16:
       return fmt::format("kiln_f16_to_f32({})", x);
     case DType::BFloat16:
@@ -139,6 +154,11 @@ std::string to_storage(const std::string& x, DType t) {
   switch (t) {
     case DType::Bool:
       return fmt::format("(unsigned char)({})", x);
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
+      // The int lane already holds the wrapped value; the narrowing keeps it.
+      return fmt::format("({})({})", storage_type(t), x);
     case DType::Float16:
       return fmt::format("kiln_f32_to_f16({})", x);
     case DType::BFloat16:
@@ -156,6 +176,10 @@ std::string convert(const std::string& x, DType from, DType to) {
     std::string f = convert(x, from, kFloat32);
     return fmt::format("{}({})", to == kFloat16 ? "kiln_round_f16" : "kiln_round_bf16", f);
   }
+  if (is_small_integral(to)) {
+    // Through int, then wrapped to the narrow type and held as an int again.
+    return fmt::format("(int)({})({})", storage_type(to), convert(x, from, kInt32));
+  }
   if (to == kBool) return fmt::format("({} != 0)", x);
   if (is_floating(to)) {
     if ((from == kFloat16 || from == kBFloat16) && to == kFloat32) return x;
@@ -167,7 +191,7 @@ std::string convert(const std::string& x, DType from, DType to) {
 }
 
 std::string wrap_int(std::string_view op, const std::string& a, const std::string& b, DType t) {
-  std::string_view u = t == kInt32 ? "unsigned" : "unsigned long long";
+  std::string_view u = t == kInt64 ? "unsigned long long" : "unsigned";
   return fmt::format("({})(({}){} {} ({}){})", value_type(t), u, a, op, u, b);
 }
 

@@ -38,8 +38,11 @@ llvm::Type* lane_type(llvm::IRBuilder<>& b, DType t) {
   switch (t) {
     case DType::Bool:
       return b.getInt1Ty();
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
     case DType::Int32:
-      return b.getInt32Ty();
+      return b.getInt32Ty();  // small integers computed in i32 (Note [Kernel IR dtypes])
     case DType::Int64:
       return b.getInt64Ty();
     case DType::Float64:
@@ -51,10 +54,13 @@ llvm::Type* lane_type(llvm::IRBuilder<>& b, DType t) {
 llvm::Type* storage_type(llvm::IRBuilder<>& b, DType t) {
   switch (t) {
     case DType::Bool:
+    case DType::UInt8:
+    case DType::Int8:
       return b.getInt8Ty();
     case DType::Float16:
       return b.getHalfTy();
     case DType::BFloat16:
+    case DType::Int16:
       return b.getInt16Ty();
     default:
       return lane_type(b, t);
@@ -65,6 +71,11 @@ llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
   switch (t) {
     case DType::Bool:
       return b.CreateICmpNE(x, b.getInt8(0));
+    case DType::UInt8:
+      return b.CreateZExt(x, b.getInt32Ty());
+    case DType::Int8:
+    case DType::Int16:
+      return b.CreateSExt(x, b.getInt32Ty());
     case DType::Float16:
       return b.CreateFPExt(x, b.getFloatTy());
     case DType::BFloat16:
@@ -77,6 +88,10 @@ llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
   switch (t) {
     case DType::Bool:
       return b.CreateZExt(x, b.getInt8Ty());
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Int16:
+      return b.CreateTrunc(x, storage_type(b, t));  // the i32 lane already holds a wrapped value
     case DType::Float16:
       return b.CreateFPTrunc(x, b.getHalfTy());
     case DType::BFloat16:
@@ -93,6 +108,12 @@ llvm::Value* convert(llvm::IRBuilder<>& b, llvm::Value* x, DType from, DType to)
   if (to == kFloat16 || to == kBFloat16) {
     // static_cast<Half>(x) goes through float.
     return round16(b, convert(b, x, from, kFloat32), to);
+  }
+  if (is_small_integral(to)) {
+    // Through i32, then wrapped to the narrow type and held widened again, as the
+    // interpreter's cast.
+    llvm::Value* wide = convert(b, x, from, kInt32);
+    return from_storage(b, to_storage(b, wide, to), to);
   }
   if (to == kBool) {
     return from_float ? b.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))

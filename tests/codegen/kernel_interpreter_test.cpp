@@ -162,6 +162,63 @@ TEST_P(KernelExecutor, TransposedSlicedAndBroadcastLoads) {
           static_cast<float>(j) * 10 + bv[static_cast<size_t>(j)] + cv[static_cast<size_t>(i)]);
 }
 
+// Note [Kernel IR dtypes]: u8, i8 and i16 load widened to i32, compute there and wrap when
+// cast back. out = u8(x * 3 - 1) for u8 x; i8(y * 3 - 1) for i8 y; i16(z * z) for i16 z; and
+// i8(f) for an f32 f in range. References: closed forms mod 2^bits.
+TEST_P(KernelExecutor, SmallIntegersLoadComputeInI32AndWrapOnStore) {
+  std::vector<uint8_t> xs = {0, 1, 85, 86, 200, 255};
+  std::vector<int8_t> ys = {-128, -1, 0, 42, 43, 127};
+  std::vector<int16_t> zs = {-32768, -182, 0, 181, 182, 32767};
+  std::vector<float> fs = {-128.9f, -1.5f, 0.0f, 0.99f, 100.5f, 127.0f};
+  auto n = static_cast<int64_t>(xs.size());
+  kir::Kernel k;
+  k.name = "small_ints";
+  kir::Builder b(k);
+  kir::BufferId bx = b.buffer("x", kiln::kUInt8, false, n);
+  kir::BufferId by = b.buffer("y", kiln::kInt8, false, n);
+  kir::BufferId bz = b.buffer("z", kiln::kInt16, false, n);
+  kir::BufferId bf = b.buffer("f", kiln::kFloat32, false, n);
+  kir::BufferId ox = b.buffer("ox", kiln::kUInt8, true, n);
+  kir::BufferId oy = b.buffer("oy", kiln::kInt8, true, n);
+  kir::BufferId oz = b.buffer("oz", kiln::kInt16, true, n);
+  kir::BufferId of = b.buffer("of", kiln::kInt8, true, n);
+  kir::VarId i = b.var("i", kiln::kInt64);
+  ExprId iv = b.var_ref(i), vx, vy, vz, vf;
+  {
+    kir::MathScope scope(b, kiln::kInt32);
+    kir::Val x = kir::to_compute(b.load(bx, iv), kiln::kUInt8);
+    kir::Val y = kir::to_compute(b.load(by, iv), kiln::kInt8);
+    kir::Val z = kir::to_compute(b.load(bz, iv), kiln::kInt16);
+    EXPECT_EQ(x.dtype(), kiln::kInt32);
+    vx = (x * kir::Val(3) - kir::Val(1)).id();
+    vy = (y * kir::Val(3) - kir::Val(1)).id();
+    vz = (z * z).id();
+    vf = kir::cast(b.load(bf, iv), kiln::kInt8).id();
+  }
+  k.body.push_back(
+      loop(i, n, {store(ox, iv, vx), store(oy, iv, vy), store(oz, iv, vz), store(of, iv, vf)},
+           LoopKind::Vector));
+  std::vector<Tensor> args = {kiln::from_vector(xs), kiln::from_vector(ys), kiln::from_vector(zs),
+                              kiln::from_vector(fs)};
+  for (kiln::DType t : {kiln::kUInt8, kiln::kInt8, kiln::kInt16, kiln::kInt8})
+    args.push_back(kiln::empty({n}, kiln::TensorOptions().dtype(t)));
+  run_on(GetParam(), k, args);
+  auto wrap = [](int64_t v, int bits, bool is_signed) {
+    int64_t m = int64_t{1} << bits, r = ((v % m) + m) % m;
+    return is_signed && r >= m / 2 ? r - m : r;
+  };
+  auto gx = args[4].to_vector<uint8_t>();
+  auto gy = args[5].to_vector<int8_t>();
+  auto gz = args[6].to_vector<int16_t>();
+  auto gf = args[7].to_vector<int8_t>();
+  for (size_t j = 0; j < xs.size(); ++j) {
+    EXPECT_EQ(gx[j], wrap(int64_t{xs[j]} * 3 - 1, 8, false)) << j;
+    EXPECT_EQ(gy[j], wrap(int64_t{ys[j]} * 3 - 1, 8, true)) << j;
+    EXPECT_EQ(gz[j], wrap(int64_t{zs[j]} * zs[j], 16, true)) << j;
+    EXPECT_EQ(gf[j], static_cast<int64_t>(std::trunc(fs[j]))) << j;
+  }
+}
+
 TEST_P(KernelExecutor, HalfAndBFloat16LoadAndStore) {
   // out16 = f16(x * 3), out_bf = bf16(x * 3), wide = f64(x) for x an f16 input, computed in f32.
   std::vector<float> xs = {1.0f, 0.1f, -2.5f, 65504.0f, 1e-7f, 3.14159f};

@@ -48,7 +48,7 @@ std::vector<Kernel> lowered_kernels() {
       all.insert(all.end(), ks.begin(), ks.end());
     }
   }
-  for (std::string dt : {"f32", "f64", "f16", "i32", "i64"}) {
+  for (std::string dt : {"f32", "f64", "f16", "i32", "i64", "u8", "i8", "i16"}) {
     bool flt = dt[0] == 'f';
     std::vector<std::string> unary = {"abs", "neg", "relu"};
     if (flt) {
