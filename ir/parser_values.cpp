@@ -296,6 +296,15 @@ Tensor TokenCursor::parse_constant_value(const TensorType& type) {
     case kBool:
       t = read_all(bool{});
       break;
+    case kUInt8:
+      t = read_all(uint8_t{});
+      break;
+    case kInt8:
+      t = read_all(int8_t{});
+      break;
+    case kInt16:
+      t = read_all(int16_t{});
+      break;
     case kInt32:
       t = read_all(int32_t{});
       break;

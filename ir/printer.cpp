@@ -101,6 +101,15 @@ std::string format_constant(const Node& n) {
     case kBool:
       elems = join_elements<bool>(host, [](bool v) { return std::string(v ? "true" : "false"); });
       break;
+    case kUInt8:
+      elems = join_elements<uint8_t>(host, [](uint8_t v) { return fmt::format("{}", v); });
+      break;
+    case kInt8:
+      elems = join_elements<int8_t>(host, [](int8_t v) { return fmt::format("{}", v); });
+      break;
+    case kInt16:
+      elems = join_elements<int16_t>(host, [](int16_t v) { return fmt::format("{}", v); });
+      break;
     case kInt32:
       elems = join_elements<int32_t>(host, [](int32_t v) { return fmt::format("{}", v); });
       break;

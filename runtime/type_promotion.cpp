@@ -40,6 +40,19 @@ void check_scalar_fits(std::string_view op, const Scalar& value, DType dtype) {
     switch (dtype) {
       case kBool:
         return true;
+      case kUInt8:
+      case kInt8:
+      case kInt16: {
+        // torch's c10::overflows: an integer fits the type's range, except that uint8 also
+        // takes negatives down to -255, which wrap (x - 1 as x + 255); a float fits
+        // [lowest, max].
+        auto lo = static_cast<double>(integer_min(dtype)),
+             hi = static_cast<double>(integer_max(dtype));
+        if (value.is_floating()) return value.to_double() >= lo && value.to_double() <= hi;
+        int64_t v = value.to_int();
+        return v <= integer_max(dtype) &&
+               v >= (dtype == kUInt8 ? -integer_max(dtype) : integer_min(dtype));
+      }
       case kInt32:
       case kInt64: {
         double lo = dtype == kInt32 ? -0x1p31 : -0x1p63, hi = -lo;

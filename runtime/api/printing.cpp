@@ -15,6 +15,12 @@ const char* type_name(DType t) {
   switch (t) {
     case kBool:
       return "Bool";
+    case kUInt8:
+      return "Byte";
+    case kInt8:
+      return "Char";
+    case kInt16:
+      return "Short";
     case kInt32:
       return "Int";
     case kInt64:

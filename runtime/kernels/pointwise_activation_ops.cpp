@@ -128,7 +128,7 @@ void lerp_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   const Scalar& weight = attrs_as<LerpAttrs>(attrs).weight;
   KILN_DISPATCH_FLOATING(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
-    C w = weight.to<C>();
+    C w = scalar_value<T>(weight);
     binary_loop<T, T>(it, [w](C a, C b) { return math::lerp(a, b, w); });
   });
 }

@@ -63,7 +63,7 @@ void compare_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_ALL(compute, op.name, [&]<class T>() {
     using C = compute_t<T>;
-    C b = other.to<C>();
+    C b = scalar_value<T>(other);
     unary_loop<bool, T>(it, [b](C a) { return Math()(a, b); });
   });
 }
@@ -201,7 +201,7 @@ void masked_fill_kernel(const OpDef& op, std::span<const Tensor> outputs,
   TensorIterator it(outputs, inputs);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
-    C v = value.to<C>();
+    C v = scalar_value<T>(value);
     nary_loop<T, T, bool>(it, [v](C x, bool m) { return math::masked_fill(x, m, v); });
   });
 }

@@ -175,7 +175,7 @@ void binary_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
   const auto& a = attrs_as<AlphaAttrs>(attrs);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
-    C alpha = a.alpha.to<C>();
+    C alpha = scalar_value<T>(a.alpha);
     binary_loop<T, T>(it, [alpha](C x, C y) { return Math()(x, y, alpha); });
   });
 }
@@ -203,7 +203,7 @@ void scalar_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
   const auto& a = attrs_as<ScalarOperandAttrs>(attrs);
   KILN_DISPATCH_ALL(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
-    C other = a.other.to<C>(), alpha = a.alpha.to<C>();
+    C other = scalar_value<T>(a.other), alpha = scalar_value<T>(a.alpha);
     unary_loop<T, T>(it, [other, alpha](C x) { return Math()(x, other, alpha); });
   });
 }
@@ -230,7 +230,7 @@ inline kir::Val scalar_const(const Scalar& s, DType result) {
   kir::Builder& b = kir::MathScope::builder();
   return KILN_DISPATCH_ALL(result, "scalar_const", [&]<class T>() -> kir::Val {
     using C = compute_t<T>;
-    C v = s.to<C>();
+    C v = scalar_value<T>(s);
     if constexpr (std::is_floating_point_v<C>) {
       return b.constant(static_cast<double>(v), dtype_of<C>);
     } else {

@@ -76,7 +76,7 @@ void pow_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   const Scalar& e = attrs_as<ScalarOtherAttrs>(attrs).other;
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
-    C ev = e.to<C>();
+    C ev = scalar_value<T>(e);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       bool done = math::visit_pow_by_constant(e.to<double>(), [&]<math::PowByConstant K>() {
         unary_loop<T, T>(it, [](C x) { return math::pow_constant<K>(x); });

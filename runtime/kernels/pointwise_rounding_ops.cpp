@@ -151,7 +151,7 @@ void divmod_scalar_kernel(const OpDef& op, std::span<const Tensor> outputs,
   TensorIterator it(outputs, cast);
   KILN_DISPATCH_NUMERIC(dtype, op.name, [&]<class T>() {
     using C = compute_t<T>;
-    C b = other.to<C>();
+    C b = scalar_value<T>(other);
     if constexpr (std::is_integral_v<C>) {
       if (b == 0) zero_division(op, inputs, dtype);
     }
