@@ -26,7 +26,7 @@ TEST(CudaEagerIndex, EveryKernelCompilesToPtxForSm80AndSm90) {
   for (size_t bytes : {1, 2, 4, 8})
     add(cg::eager_gather_source(bytes));
   for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16, kiln::kInt64,
-                  kiln::kInt32}) {
+                  kiln::kInt32, kiln::kUInt8, kiln::kInt8, kiln::kInt16}) {
     add(cg::eager_scatter_add_source(t));
     add(cg::eager_scatter_add_source(t, /*accumulate=*/false));  // index_put
   }

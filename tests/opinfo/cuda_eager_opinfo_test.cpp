@@ -81,7 +81,8 @@ std::vector<Case> sample_cases() {
 // each dtype its rules accept; fill_, full and copy_ over dtype pairs.
 std::vector<Case> sweep_cases() {
   const DType kDTypes[] = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16,
-                           kiln::kInt64,   kiln::kInt32,   kiln::kBool};
+                           kiln::kInt64,   kiln::kInt32,   kiln::kBool,    kiln::kUInt8,
+                           kiln::kInt8,    kiln::kInt16};
   std::vector<Case> cases;
   for (const kiln::OpDef* op : kiln::OpTable::instance().ops()) {
     if (!kiln::has_cuda_pointwise_kernel(*op) || op->input_names.empty()) continue;

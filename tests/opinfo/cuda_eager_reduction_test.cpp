@@ -101,7 +101,7 @@ TEST(CudaEagerRandom, EveryKernelCompilesToPtxForSm80AndSm90) {
       add(cg::eager_random_source(kind, t));
   }
   for (DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16, kiln::kInt64,
-                  kiln::kInt32})
+                  kiln::kInt32, kiln::kUInt8, kiln::kInt8, kiln::kInt16})
     add(cg::eager_arange_source(t));
   // The kernels compile the CPU's Philox functions, not a copy of them.
   EXPECT_NE(corpus.tu.find("kiln_philox_block(unsigned long long key"), std::string::npos);
@@ -168,7 +168,8 @@ TEST(CudaEagerReduction, EveryReductionProgramCompilesToPtxForSm80AndSm90) {
   size_t kernels = 0, block_forms = 0;
   std::set<std::string> ops;
   const DType kDTypes[] = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16, kiln::kBFloat16,
-                           kiln::kInt64,   kiln::kInt32,   kiln::kBool};
+                           kiln::kInt64,   kiln::kInt32,   kiln::kBool,    kiln::kUInt8,
+                           kiln::kInt8,    kiln::kInt16};
   for (const kiln::OpDef* op : kiln::OpTable::instance().ops()) {
     if (!kiln::has_cuda_reduction_kernel(*op)) continue;
     kiln::ReduceAttrs attrs;

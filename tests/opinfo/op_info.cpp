@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -115,6 +116,15 @@ kiln::Tensor tensor_from_doubles(const std::vector<double>& values, const kiln::
     case kiln::kBFloat16:
       t = tensor_of<kiln::BFloat16>(values, sizes);
       break;
+    case kiln::kUInt8:
+      t = tensor_of<uint8_t>(values, sizes);
+      break;
+    case kiln::kInt8:
+      t = tensor_of<int8_t>(values, sizes);
+      break;
+    case kiln::kInt16:
+      t = tensor_of<int16_t>(values, sizes);
+      break;
     case kiln::kInt32:
       t = tensor_of<int32_t>(values, sizes);
       break;
@@ -130,8 +140,32 @@ kiln::Tensor tensor_from_doubles(const std::vector<double>& values, const kiln::
   return sizes.empty() ? t.view({}) : t;
 }
 
+// The range of a small integer dtype, written out here (not asked of the library).
+bool small_int_range(kiln::DType t, double* lo, double* hi) {
+  switch (t) {
+    case kiln::kUInt8:
+      *lo = 0, *hi = 255;
+      return true;
+    case kiln::kInt8:
+      *lo = -128, *hi = 127;
+      return true;
+    case kiln::kInt16:
+      *lo = -32768, *hi = 32767;
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::vector<double> random_values(int64_t n, kiln::DType dtype, double lo, double hi,
                                   uint32_t seed) {
+  // A sample range meant for signed values keeps its part that the dtype holds (uint8 samples
+  // of [-5, 5] are [0, 5]), so one OpInfo entry serves every integer dtype.
+  double tlo = 0, thi = 0;
+  if (small_int_range(dtype, &tlo, &thi) && hi >= tlo && lo <= thi) {
+    lo = std::max(lo, tlo);
+    hi = std::min(hi, thi);
+  }
   std::vector<double> v = random_vector<double>(static_cast<size_t>(n), lo, hi, seed);
   if (dtype == kiln::kBool) {
     for (double& x : v)
@@ -199,6 +233,16 @@ double round_to(double v, kiln::DType t) {
     case kiln::kInt32:
     case kiln::kInt64:
       return std::trunc(v);
+    case kiln::kUInt8:
+    case kiln::kInt8:
+    case kiln::kInt16: {
+      // Stored in two's complement: wraps modulo 2^bits into the dtype's range.
+      double lo = 0, hi = 0;
+      small_int_range(t, &lo, &hi);
+      double m = hi - lo + 1;
+      double r = std::fmod(std::trunc(v) - lo, m);
+      return (r < 0 ? r + m : r) + lo;
+    }
     case kiln::kBool:
       return v != 0 ? 1 : 0;
     default:

@@ -108,6 +108,25 @@ std::pair<double, double> default_tolerance(kiln::DType t);
 
 // ---- sample inputs ----
 
+// Operand dtypes of a binary sample and the dtype of its result.
+struct DTypeTriple {
+  kiln::DType a, b, out;
+};
+
+// Note [OpInfo integer dtypes]
+// The integer dtypes that every integer-capable op's samples run on: int32 and int64, and the
+// small integers uint8, int8 and int16 (Note [Small integer dtypes] in base/dtype.h).
+// make_input keeps the part of a sample range that a small dtype holds, and round_to wraps a
+// reference value into it, so an entry's ranges and references serve every dtype here.
+inline const std::vector<kiln::DType> kIntegerDTypes = {kiln::kInt32, kiln::kInt64, kiln::kUInt8,
+                                                        kiln::kInt8, kiln::kInt16};
+// Mixed operands of the small integers and their promoted dtype (torch.promote_types).
+inline const std::vector<DTypeTriple> kSmallIntMixedTriples = {
+    {kiln::kUInt8, kiln::kInt8, kiln::kInt16},      {kiln::kInt8, kiln::kInt16, kiln::kInt16},
+    {kiln::kUInt8, kiln::kInt32, kiln::kInt32},     {kiln::kInt16, kiln::kInt64, kiln::kInt64},
+    {kiln::kUInt8, kiln::kFloat32, kiln::kFloat32}, {kiln::kInt8, kiln::kFloat16, kiln::kFloat16},
+};
+
 // How a sample input is laid out in memory. The logical shape is the same for all of them.
 enum class Layout {
   Contiguous,
@@ -150,9 +169,6 @@ std::vector<Sample> unary_samples(const std::function<kiln::Tensor(const kiln::T
 
 // Samples for a binary pointwise op: same shapes, broadcasting pairs (incl. 0-dim and size 0),
 // non-contiguous operands, and mixed dtypes when `mixed` lists (a, b, expected) triples.
-struct DTypeTriple {
-  kiln::DType a, b, out;
-};
 std::vector<Sample> binary_samples(
     const std::function<kiln::Tensor(const kiln::Tensor&, const kiln::Tensor&)>& op,
     const std::function<double(double, double)>& ref, const std::vector<DTypeTriple>& dtypes,

@@ -11,7 +11,7 @@ using kiln::Tensor;
 
 const std::vector<DType> kFloatTypes = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16,
                                         kiln::kBFloat16};
-const std::vector<DType> kIntTypes = {kiln::kInt32, kiln::kInt64};
+const std::vector<DType>& kIntTypes = kIntegerDTypes;  // Note [OpInfo integer dtypes]
 
 DType same(DType t) {
   return t;
@@ -106,6 +106,7 @@ OpInfo binary(const char* name, const char* scalar_name,
 
 std::vector<DTypeTriple> with_mixed(std::vector<DTypeTriple> t) {
   t.insert(t.end(), kMixedTriples.begin(), kMixedTriples.end());
+  t.insert(t.end(), kSmallIntMixedTriples.begin(), kSmallIntMixedTriples.end());
   return t;
 }
 

@@ -13,7 +13,7 @@ using kiln::Tensor;
 
 const std::vector<DType> kFloatTypes = {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16,
                                         kiln::kBFloat16};
-const std::vector<DType> kIntTypes = {kiln::kInt32, kiln::kInt64};
+const std::vector<DType>& kIntTypes = kIntegerDTypes;  // Note [OpInfo integer dtypes]
 
 std::vector<DType> all_numeric() {
   std::vector<DType> t = kFloatTypes;

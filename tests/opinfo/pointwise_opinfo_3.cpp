@@ -10,8 +10,10 @@ namespace {
 using kiln::DType;
 using kiln::Tensor;
 
+// Note [OpInfo integer dtypes]
 const std::vector<DType> kAllTypes = {kiln::kFloat32,  kiln::kFloat64, kiln::kFloat16,
-                                      kiln::kBFloat16, kiln::kInt32,   kiln::kInt64};
+                                      kiln::kBFloat16, kiln::kInt32,   kiln::kInt64,
+                                      kiln::kUInt8,    kiln::kInt8,    kiln::kInt16};
 
 std::vector<DTypeTriple> same_triples(const std::vector<DType>& types, std::optional<DType> out) {
   std::vector<DTypeTriple> r;

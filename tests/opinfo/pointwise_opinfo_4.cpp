@@ -17,8 +17,7 @@ const std::vector<DType> kFloatTypes = {kiln::kFloat32, kiln::kFloat64, kiln::kF
 
 std::vector<DType> all_numeric() {
   std::vector<DType> t = kFloatTypes;
-  t.push_back(kiln::kInt32);
-  t.push_back(kiln::kInt64);
+  t.insert(t.end(), kIntegerDTypes.begin(), kIntegerDTypes.end());  // Note [OpInfo integer dtypes]
   return t;
 }
 DType same(DType t) {

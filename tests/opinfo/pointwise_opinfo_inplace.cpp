@@ -163,8 +163,10 @@ std::vector<Sample> unary_inplace_samples(const std::function<void(const Tensor&
   return s;
 }
 
+// Note [OpInfo integer dtypes]
 const std::vector<DType> kNumeric = {kiln::kFloat32,  kiln::kFloat64, kiln::kFloat16,
-                                     kiln::kBFloat16, kiln::kInt32,   kiln::kInt64};
+                                     kiln::kBFloat16, kiln::kInt32,   kiln::kInt64,
+                                     kiln::kUInt8,    kiln::kInt8,    kiln::kInt16};
 
 KILN_REGISTER_OPINFO(relu_, [] {
   OpInfo info{"relu_", {"relu_"}};

@@ -155,8 +155,9 @@ DType float_unless_floating(DType t) {
 }
 
 const std::vector<DType> kFloats = {kiln::kFloat32, kiln::kFloat64};
+// Note [OpInfo integer dtypes]
 const std::vector<DType> kAll = {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kInt64,
-                                 kiln::kBool};
+                                 kiln::kBool,    kiln::kUInt8,   kiln::kInt8,  kiln::kInt16};
 
 // A tensor from literal values (NaN and infinities allowed).
 Tensor literal(const std::vector<float>& v, const Shape& shape) {

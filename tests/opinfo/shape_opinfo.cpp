@@ -31,7 +31,7 @@ size_t wrap(int64_t dim, size_t nd) {
 void add_unary(std::vector<Sample>& out, const std::string& name, const Shape& shape,
                const TensorFn& op, const std::function<RefTensor(const RefTensor&)>& ref,
                uint32_t& seed) {
-  for (DType dt : {kiln::kFloat32, kiln::kInt64, kiln::kFloat16}) {
+  for (DType dt : {kiln::kFloat32, kiln::kInt64, kiln::kFloat16, kiln::kInt16}) {
     for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
       if (layout == Layout::Transposed && shape.size() < 2) continue;
       if (layout == Layout::Strided && shape.empty()) continue;
@@ -327,7 +327,8 @@ KILN_REGISTER_OPINFO(fill_info, [] {
   info.samples = [] {
     std::vector<Sample> out;
     uint32_t seed = 3100;
-    for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kBool, kiln::kBFloat16}) {
+    for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kBool, kiln::kBFloat16,
+                     kiln::kUInt8, kiln::kInt8}) {
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         for (double value : {2.75, -3.0, 0.0}) {
           out.push_back(make_sample(

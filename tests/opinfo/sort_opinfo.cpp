@@ -158,7 +158,8 @@ OpInfo sort_info(const char* name) {
             return r;
           }));
     };
-    for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kInt64, kiln::kBool}) {
+    for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kInt64, kiln::kBool,
+                     kiln::kUInt8, kiln::kInt8, kiln::kInt16}) {
       for (const Case& c : kCases) {
         for (bool desc : {false, true}) {
           add(fmt::format("{}_[{}]{}", kiln::dtype_name(dt), shape_name(c.shape),
@@ -208,7 +209,8 @@ KILN_REGISTER_OPINFO(topk, [] {
         {{3, 0}, 0, 1, Layout::Contiguous},     {{8}, 3, 0, Layout::Contiguous},
         {{}, 1, 0, Layout::Contiguous},         {{}, 0, -1, Layout::Contiguous},
     };
-    for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kInt64, kiln::kInt32}) {
+    for (DType dt :
+         {kiln::kFloat32, kiln::kFloat64, kiln::kInt64, kiln::kInt32, kiln::kUInt8, kiln::kInt8}) {
       for (const TopkCase& c : cases) {
         for (bool largest : {true, false}) {
           add(fmt::format("{}_[{}]{}", kiln::dtype_name(dt), shape_name(c.shape),
@@ -242,7 +244,7 @@ OpInfo scan_info(const char* name, bool prod) {
           }));
     };
     for (DType dt : {kiln::kFloat32, kiln::kFloat64, kiln::kInt32, kiln::kInt64, kiln::kBool,
-                     kiln::kFloat16}) {
+                     kiln::kFloat16, kiln::kUInt8, kiln::kInt16}) {
       for (const Case& c : kCases) {
         // Products of up to 7 factors stay well inside every dtype's range in [-2, 2].
         double lo = prod ? -2 : -4, hi = prod ? 2 : 4;
