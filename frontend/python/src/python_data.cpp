@@ -147,6 +147,12 @@ nb::dlpack::dtype dlpack_dtype(DType t) {
   switch (t) {
     case kBool:
       return {static_cast<uint8_t>(dtype_code::Bool), 8, 1};
+    case kUInt8:
+      return nb::dtype<uint8_t>();
+    case kInt8:
+      return nb::dtype<int8_t>();
+    case kInt16:
+      return nb::dtype<int16_t>();
     case kInt32:
       return nb::dtype<int32_t>();
     case kInt64:
@@ -168,6 +174,9 @@ std::optional<DType> kiln_dtype(nb::dlpack::dtype d) {
   if (d.lanes != 1) return std::nullopt;
   auto code = static_cast<dtype_code>(d.code);
   if (code == dtype_code::Bool && d.bits == 8) return kBool;
+  if (code == dtype_code::UInt && d.bits == 8) return kUInt8;
+  if (code == dtype_code::Int && d.bits == 8) return kInt8;
+  if (code == dtype_code::Int && d.bits == 16) return kInt16;
   if (code == dtype_code::Int && d.bits == 32) return kInt32;
   if (code == dtype_code::Int && d.bits == 64) return kInt64;
   if (code == dtype_code::Float && d.bits == 16) return kFloat16;
@@ -210,11 +219,12 @@ nb::object to_numpy(const Tensor& t, bool force) {
 Tensor from_ndarray(const nb::ndarray<>& a, const char* fn) {
   std::optional<DType> dtype = kiln_dtype(a.dtype());
   if (!dtype) {
-    throw nb::type_error((std::string(fn) +
-                          "(): unsupported element type (bits=" + std::to_string(a.dtype().bits) +
-                          ", code=" + std::to_string(a.dtype().code) +
-                          "); supported: bool, int32, int64, float16, bfloat16, float32, float64")
-                             .c_str());
+    throw nb::type_error(
+        (std::string(fn) + "(): unsupported element type (bits=" + std::to_string(a.dtype().bits) +
+         ", code=" + std::to_string(a.dtype().code) +
+         "); supported: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, "
+         "float64")
+            .c_str());
   }
   Device device = kCPU;
   if (a.device_type() == nb::device::cuda::value) {

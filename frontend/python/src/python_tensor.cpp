@@ -258,6 +258,12 @@ void bind_tensor(nb::module_& m) {
       .def(
           "bfloat16", [](T t) { return t.to(kBFloat16); }, site)
       .def(
+          "byte", [](T t) { return t.to(kUInt8); }, site)
+      .def(
+          "char", [](T t) { return t.to(kInt8); }, site)
+      .def(
+          "short", [](T t) { return t.to(kInt16); }, site)
+      .def(
           "int", [](T t) { return t.to(kInt32); }, site)
       .def(
           "long", [](T t) { return t.to(kInt64); }, site)

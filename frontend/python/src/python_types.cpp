@@ -153,6 +153,8 @@ void bind_types(nb::module_& m) {
       .def("__repr__", [](const PyDType& d) { return "kiln." + std::string(dtype_name(d.dtype)); })
       .def_prop_ro("is_floating_point", [](const PyDType& d) { return is_floating(d.dtype); })
       .def_prop_ro("itemsize", [](const PyDType& d) { return element_size(d.dtype); })
+      .def_prop_ro("is_signed",
+                   [](const PyDType& d) { return d.dtype != kBool && d.dtype != kUInt8; })
       .def("__reduce__", [](const PyDType& d) { return std::string(dtype_name(d.dtype)); });
   for (int i = 0; i < kNumDTypes; ++i) {
     auto t = static_cast<DType>(i);
@@ -164,8 +166,15 @@ void bind_types(nb::module_& m) {
   m.attr("float") = dtype_object(kFloat32);
   m.attr("double") = dtype_object(kFloat64);
   m.attr("half") = dtype_object(kFloat16);
+  m.attr("short") = dtype_object(kInt16);
   m.attr("int") = dtype_object(kInt32);
   m.attr("long") = dtype_object(kInt64);
+  m.def(
+      "promote_types",
+      [](const PyDType& a, const PyDType& b) -> nb::object {
+        return nb::borrow(dtype_object(promote_types(a.dtype, b.dtype)));
+      },
+      nb::arg("type1"), nb::arg("type2"));
 
   nb::class_<PyDevice>(m, "device")
       .def(
