@@ -238,17 +238,17 @@ TEST(SmallIntDTypes, TensorFilesRoundTrip) {
   std::string path =
       (std::filesystem::temp_directory_path() / "kiln_small_int_dtypes_test.tensors").string();
   kiln::TensorFile file;
-  file.tensors.push_back({"u", from_vector<uint8_t>({0, 255, 7})});
-  file.tensors.push_back({"i", from_vector<int8_t>({-128, 127})});
-  file.tensors.push_back({"s", from_vector<int16_t>({-32768, 5})});
+  file.tensors.push_back(from_vector<uint8_t>({0, 255, 7}));
+  file.tensors.push_back(from_vector<int8_t>({-128, 127}));
+  file.tensors.push_back(from_vector<int16_t>({-32768, 5}));
   kiln::save_tensors(path, file);
   kiln::TensorFile back = kiln::load_tensors(path);
   std::remove(path.c_str());
   ASSERT_EQ(back.tensors.size(), 3u);
-  EXPECT_EQ(back.tensors[0].second.dtype(), kiln::kUInt8);
-  EXPECT_EQ(as_i64<uint8_t>(back.tensors[0].second), (std::vector<int64_t>{0, 255, 7}));
-  EXPECT_EQ(as_i64<int8_t>(back.tensors[1].second), (std::vector<int64_t>{-128, 127}));
-  EXPECT_EQ(as_i64<int16_t>(back.tensors[2].second), (std::vector<int64_t>{-32768, 5}));
+  EXPECT_EQ(back.tensors[0].dtype(), kiln::kUInt8);
+  EXPECT_EQ(as_i64<uint8_t>(back.tensors[0]), (std::vector<int64_t>{0, 255, 7}));
+  EXPECT_EQ(as_i64<int8_t>(back.tensors[1]), (std::vector<int64_t>{-128, 127}));
+  EXPECT_EQ(as_i64<int16_t>(back.tensors[2]), (std::vector<int64_t>{-32768, 5}));
 }
 
 }  // namespace
