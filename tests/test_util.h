@@ -251,6 +251,15 @@ inline std::vector<double> read_doubles(const kiln::Tensor& t) {
     case kiln::kBFloat16:
       append(t.to_vector<kiln::BFloat16>());
       break;
+    case kiln::kUInt8:
+      append(t.to_vector<uint8_t>());
+      break;
+    case kiln::kInt8:
+      append(t.to_vector<int8_t>());
+      break;
+    case kiln::kInt16:
+      append(t.to_vector<int16_t>());
+      break;
     case kiln::kInt32:
       append(t.to_vector<int32_t>());
       break;

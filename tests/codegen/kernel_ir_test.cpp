@@ -113,7 +113,9 @@ TEST(KernelIRBuilder, RejectsIllTypedExpressions) {
   EXPECT_TRUE(
       throws_error_containing([&] { f.b.load(in, x); }, {"index of dtype f32; indices are i64"}));
   EXPECT_TRUE(throws_error_containing([&] { f.b.constant(1.0, kiln::kFloat16); },
-                                      {"16-bit floats exist only as loads and casts"}));
+                                      {"constant is typed f16", "exist only as loads and casts"}));
+  EXPECT_TRUE(throws_error_containing([&] { f.b.iconstant(1, kiln::kUInt8); },
+                                      {"constant is typed u8", "exist only as loads and casts"}));
   EXPECT_TRUE(throws_error_containing([&] { f.b.binary(BinaryOp::Add, x, 99); },
                                       {"not an earlier expression"}));
 }

@@ -182,8 +182,8 @@ TEST(KernelVerifier, SixteenBitArithmetic) {
   t.k.body.push_back(
       loop(t.i, 64, {store(t.y, t.iv(), static_cast<ExprId>(t.k.exprs.size() - 1))}));
   EXPECT_TRUE(
-      t.rejects({"expression `-load %h[%i]`: unary is typed f16; 16-bit floats exist only "
-                 "as loads and casts"}));
+      t.rejects({"expression `-load %h[%i]`: unary is typed f16; 16-bit floats and 8- and "
+                 "16-bit integers exist only as loads and casts"}));
 }
 
 TEST(KernelVerifier, VariableUsedBeforeDefinition) {
