@@ -390,7 +390,10 @@ ExprId Builder::cast(ExprId a, DType to) {
   if (a >= 0 && a < static_cast<ExprId>(k_->exprs.size())) {
     const Expr& ea = expr(a);
     if (ea.dtype == to) return a;
-    if (ea.kind == ExprKind::Const && is_integral(ea.dtype, true) && is_integral(to, true))
+    // Folded only into a compute dtype: a small integer exists as a cast, never a constant
+    // (Note [Kernel IR dtypes]).
+    if (ea.kind == ExprKind::Const && is_integral(ea.dtype, true) && is_integral(to, true) &&
+        is_compute_dtype(to))
       return iconstant(ea.ivalue, to);
   }
   Expr e;

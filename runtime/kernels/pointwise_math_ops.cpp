@@ -216,15 +216,21 @@ void clamp_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<co
   });
 }
 
+// A bound in the compute type, as the eager kernel converts it: not through the storage type,
+// where uint8's -1 would wrap to 255 (torch compares with -1).
+kir::Val bound_expr(const Scalar& s, DType result) {
+  return kir::cast(scalar_const(s, kir::compute_dtype(result)), arith_dtype(result));
+}
+
 kir::Val clamp_expr(const OpDef&, std::span<const kir::Val> in, const void* attrs, DType result) {
   const auto& a = attrs_as<ClampAttrs>(attrs);
   return math_expr(result, [&] {
     kir::Val x = operand_expr(in[0], result);
     if (a.min && a.max) {
-      return math::clamp(x, scalar_expr(*a.min, result), scalar_expr(*a.max, result));
+      return math::clamp(x, bound_expr(*a.min, result), bound_expr(*a.max, result));
     }
-    if (a.min) return math::clamp_min(x, scalar_expr(*a.min, result));
-    return math::clamp_max(x, scalar_expr(*a.max, result));
+    if (a.min) return math::clamp_min(x, bound_expr(*a.min, result));
+    return math::clamp_max(x, bound_expr(*a.max, result));
   });
 }
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "kiln/ir/type.h"
+#include "kiln/runtime/op_table.h"
 
 namespace kiln_test {
 

@@ -331,6 +331,8 @@ KILN_REGISTER_OPINFO(fill_info, [] {
                      kiln::kUInt8, kiln::kInt8}) {
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         for (double value : {2.75, -3.0, 0.0}) {
+          // torch refuses a negative float for uint8 (fill_ errors test that).
+          if (dt == kiln::kUInt8 && value < 0) continue;
           out.push_back(make_sample(
               fmt::format("{}_{}_{}", kiln::dtype_name(dt), layout_name(layout), value),
               {make_input({3, 4}, dt, layout, -5, 5, seed++)},
