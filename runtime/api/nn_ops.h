@@ -33,7 +33,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
 
 // torch.nn.functional.pad: `pad` lists (before, after) pairs from the last dim backwards.
 // mode "constant" fills with `value` (negative pads crop); "reflect" mirrors without repeating
-// the edge (each pad below the dim's size) and "replicate" repeats the edge element.
+// the edge (each pad below the dim's size), "replicate" repeats the edge element and
+// "circular" wraps around (each pad at most the dim's size).
 Tensor pad(const Tensor& x, Shape pad, const std::string& mode = "constant", double value = 0,
            std::source_location loc = std::source_location::current());
 // torch.nn.functional.one_hot: int64 [..., num_classes] with a 1 at each index of the int64

@@ -1,8 +1,8 @@
 // torch.nn.functional.pad and one_hot, composed of table ops: constant padding is slices and a
-// cat with filled blocks, reflect and replicate padding an index_select with indices computed on
-// the host (a constant of the traced graph), one_hot a comparison with an arange. Unlike
-// torch, which takes reflect and replicate padding only for 1 to 3 trailing dims of a 2-D to
-// 5-D input, any number of trailing dims can be padded in every mode.
+// cat with filled blocks, reflect, replicate and circular padding an index_select with indices
+// computed on the host (a constant of the traced graph), one_hot a comparison with an arange.
+// Unlike torch, which takes the other modes only for 1 to 3 trailing dims of a 2-D to 5-D
+// input, any number of trailing dims can be padded in every mode.
 #include <fmt/format.h>
 
 #include "kiln/base/call_site.h"
@@ -36,14 +36,19 @@ Tensor pad_constant(const Tensor& x, int64_t d, int64_t before, int64_t after, d
   return parts.size() == 1 ? out : cat(parts, d);
 }
 
-// Output position i in [-before, n + after) reads input position reflect(i) or clamp(i).
-Tensor pad_indexed(const Tensor& x, int64_t d, int64_t before, int64_t after, bool reflect) {
+enum class PadMode { Reflect, Replicate, Circular };
+
+// Output position i in [-before, n + after) reads input position reflect(i), clamp(i) or
+// i mod n.
+Tensor pad_indexed(const Tensor& x, int64_t d, int64_t before, int64_t after, PadMode mode) {
   int64_t n = x.size(d);
   std::vector<int64_t> idx;
   for (int64_t i = -before; i < n + after; ++i) {
-    if (reflect) {
+    if (mode == PadMode::Reflect) {
       int64_t j = i < 0 ? -i : i;
       idx.push_back(j >= n ? 2 * (n - 1) - j : j);
+    } else if (mode == PadMode::Circular) {
+      idx.push_back((i % n + n) % n);
     } else {
       idx.push_back(std::clamp<int64_t>(i, 0, n - 1));
     }
@@ -63,8 +68,8 @@ Tensor pad(const Tensor& x, Shape pad, const std::string& mode, double value,
              "pad: Padding length too large: [{}] pads {} dims, but the input has shape {}",
              fmt::join(pad, ", "), pad.size() / 2, shape_str(x.sizes()));
   bool constant = mode == "constant";
-  KILN_CHECK(constant || mode == "reflect" || mode == "replicate",
-             "pad: mode must be 'constant', 'reflect' or 'replicate', got '{}'", mode);
+  KILN_CHECK(constant || mode == "reflect" || mode == "replicate" || mode == "circular",
+             "pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got '{}'", mode);
   KILN_CHECK(constant || value == 0,
              "pad: Padding mode \"{}\" doesn't take in value argument (got {})", mode, value);
   Tensor out = x;
@@ -82,12 +87,18 @@ Tensor pad(const Tensor& x, Shape pad, const std::string& mode, double value,
                  "pad: Padding size should be less than the corresponding input dimension, but "
                  "got: padding ({}, {}) at dimension {} of input {} (mode 'reflect')",
                  before, after, d, shape_str(x.sizes()));
-      out = pad_indexed(out, d, before, after, true);
+      out = pad_indexed(out, d, before, after, PadMode::Reflect);
+    } else if (mode == "circular") {
+      KILN_CHECK(before <= n && after <= n && (n > 0 || (before <= 0 && after <= 0)),
+                 "pad: Padding value causes wrapping around more than once. (padding ({}, {}) "
+                 "at dimension {} of input {})",
+                 before, after, d, shape_str(x.sizes()));
+      out = pad_indexed(out, d, before, after, PadMode::Circular);
     } else {
       KILN_CHECK(n > 0 || (before <= 0 && after <= 0),
                  "pad: cannot replicate the edge of dimension {}, which has size 0 (input {})", d,
                  shape_str(x.sizes()));
-      out = pad_indexed(out, d, before, after, false);
+      out = pad_indexed(out, d, before, after, PadMode::Replicate);
     }
   }
   // torch.nn.functional.pad always returns a new tensor, also when every pad is zero.

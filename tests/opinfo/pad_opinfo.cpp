@@ -1,4 +1,5 @@
-// OpInfo entries of torch.nn.functional.pad (constant, reflect, replicate) and one_hot.
+// OpInfo entries of torch.nn.functional.pad (constant, reflect, replicate, circular) and
+// one_hot.
 // References map each output index to its source in loops; none calls a kiln op.
 #include <cstdlib>
 
@@ -17,6 +18,7 @@ std::optional<int64_t> pad_source(const std::string& mode, int64_t i, int64_t be
   int64_t j = i - before;
   if (mode == "constant") return j >= 0 && j < n ? std::optional<int64_t>(j) : std::nullopt;
   if (mode == "replicate") return std::min(std::max<int64_t>(j, 0), n - 1);
+  if (mode == "circular") return j < 0 ? j + n : j >= n ? j - n : j;  // one wrap at most
   // reflect: mirror about the first and last elements without repeating them
   if (j < 0) j = -j;
   if (j >= n) j = 2 * (n - 1) - j;
@@ -71,6 +73,10 @@ KILN_REGISTER_OPINFO(pad_info, [] {
         {"replicate", {2, 3, 4}, {1, 1, 1, 1, 1, 1}, Layout::Transposed},
         {"replicate", {1, 1}, {2, 2, 3, 0}},
         {"replicate", {3, 4}, {-2, 1}},
+        {"circular", {2, 5}, {2, 3}},
+        {"circular", {2, 3, 4}, {1, 2, 3, 1}, Layout::Transposed},
+        {"circular", {3, 4}, {4, 4}},  // a whole extra period on each side
+        {"circular", {3, 4}, {-1, 2}, Layout::Strided},
     };
     std::vector<Sample> out;
     uint32_t seed = 2400;

@@ -116,6 +116,9 @@ def test_pad_modes():
     assert F.pad(x, (-1, 1)).tolist() == [[2, 3, 0]]
     assert F.pad(x, (2, 2), mode="reflect").tolist() == [[3, 2, 1, 2, 3, 2, 1]]
     assert F.pad(x, [2, 1], mode="replicate").tolist() == [[1, 1, 1, 2, 3, 3]]
+    assert F.pad(x, (2, 3), mode="circular").tolist() == [[2, 3, 1, 2, 3, 1, 2, 3]]
+    with pytest.raises(kiln.KilnError, match="wrapping around more than once"):
+        F.pad(x, (4, 0), mode="circular")
     with pytest.raises(kiln.KilnError, match="less than the corresponding input dimension"):
         F.pad(x, (3, 0), mode="reflect")
     with pytest.raises(ValueError, match="doesn't take in value"):

@@ -163,9 +163,14 @@ TEST(CompositeErrors, Pad) {
       {"pad", "negative output size", "dimension 1"}));
   EXPECT_TRUE(throws_error_containing(
       [&] {
-        kiln::pad(x, {1, 1}, "circular");
+        kiln::pad(x, {1, 1}, "wrap");
       },
-      {"pad", "'circular'"}));
+      {"pad", "'wrap'", "'circular'"}));
+  EXPECT_TRUE(throws_error_containing(
+      [&] {
+        kiln::pad(x, {4, 0}, "circular");
+      },
+      {"pad", "wrapping around more than once", "(4, 0)", "dimension 1"}));
   EXPECT_TRUE(throws_error_containing(
       [&] {
         kiln::pad(x, {1, 1}, "replicate", 2.0);

@@ -170,9 +170,9 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 def pad(input, pad, mode="constant", value=None):
     """(before, after) pairs from the last dim backwards; negative pads crop."""
-    if mode not in ("constant", "reflect", "replicate"):
-        raise NotImplementedError(f"pad(): mode '{mode}' is not supported (constant, reflect and "
-                                  "replicate are)")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad(): mode '{mode}' is not supported (constant, reflect, "
+                                  "replicate and circular are)")
     if value is not None and mode != "constant":
         raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
     return _nn.pad(input, list(pad), mode, 0.0 if value is None else float(value))
