@@ -16,6 +16,7 @@
 // pool. Images in parallel on Kiln's pool with single-threaded GEMMs is the alternative still
 // to be measured (it needs OpenBLAS held to one thread per call).
 // float16/bfloat16 compute in float32 and round once at the end, as the matmul kernel.
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/base/thread_pool.h"
@@ -97,6 +98,14 @@ void col2im(const ConvGeometry& g, const T* cols, T* image) {
             int64_t r = y * g.stride[0] - g.padding[0] + a * g.dilation[0];
             if (r < 0 || r >= h) continue;
             T* dst = plane + r * w;
+            if (g.stride[1] == 1) {
+              // Valid x: 0 <= x + off < w, a contiguous run the compiler vectorizes.
+              int64_t lo = std::clamp<int64_t>(-off, 0, cw);
+              int64_t hi = std::clamp<int64_t>(w - off, lo, cw);
+              for (int64_t x = lo; x < hi; ++x)
+                dst[x + off] += src[x];
+              continue;
+            }
             for (int64_t x = 0; x < cw; ++x) {
               int64_t s = x * g.stride[1] + off;
               if (s >= 0 && s < w) dst[s] += src[x];
