@@ -23,6 +23,7 @@ OpTable& OpTable::instance() {
     register_random_ops(*t);
     register_sort_ops(*t);
     register_conv_ops(*t);
+    register_attention_ops(*t);
     register_cuda_kernels(*t);
     register_pointwise_derivatives(*t);
     register_reduction_derivatives(*t);
@@ -33,6 +34,7 @@ OpTable& OpTable::instance() {
     register_random_derivatives(*t);
     register_sort_derivatives(*t);
     register_conv_derivatives(*t);
+    register_attention_derivatives(*t);
     register_autograd_kernels(*t);
     register_tracer_kernels(*t);
     return t;

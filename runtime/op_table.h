@@ -72,6 +72,8 @@ void register_advanced_index_ops(OpTable& table);
 void register_random_ops(OpTable& table);
 void register_sort_ops(OpTable& table);  // sort, argsort, topk, cumsum, cumprod
 void register_conv_ops(OpTable& table);  // convolution, convolution_backward
+// scaled_dot_product_flash_attention and its backward (kernels/attention_ops.h).
+void register_attention_ops(OpTable& table);
 // The CUDA kernels of every family that has them (runtime/cuda/cuda_kernels.h), after every
 // family, since they read the ops' expressions.
 void register_cuda_kernels(OpTable& table);
@@ -87,6 +89,7 @@ void register_indexing_derivatives(OpTable& table);
 void register_random_derivatives(OpTable& table);
 void register_sort_derivatives(OpTable& table);
 void register_conv_derivatives(OpTable& table);
+void register_attention_derivatives(OpTable& table);
 // Installs the Autograd dispatch key's kernel on every op (runtime/autograd/autograd_kernel.cpp).
 void register_autograd_kernels(OpTable& table);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kiln/runtime/api/advanced_index_ops.h"
+#include "kiln/runtime/api/attention_ops.h"
 #include "kiln/runtime/api/conv_ops.h"
 #include "kiln/runtime/api/indexing_ops.h"
 #include "kiln/runtime/api/linalg_ops.h"
