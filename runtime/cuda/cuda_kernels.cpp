@@ -13,6 +13,7 @@ void register_cuda_kernels(OpTable& table) {
   register_cuda_index_reduction_kernels(table);
   register_cuda_sort_kernels(table);
   register_cuda_conv_kernels(table);
+  register_cuda_attention_kernels(table);
 }
 
 }  // namespace kiln

@@ -45,5 +45,7 @@ void register_cuda_index_reduction_kernels(OpTable& table);
 void register_cuda_sort_kernels(OpTable& table);
 // convolution and convolution_backward through cuDNN (cudnn_conv.cpp).
 void register_cuda_conv_kernels(OpTable& table);
+// scaled_dot_product_flash_attention and its backward (cuda_attention_ops.cpp).
+void register_cuda_attention_kernels(OpTable& table);
 
 }  // namespace kiln
