@@ -127,6 +127,12 @@ SAMPLES = {
                                          weight=t(3, 2, 3, 3), stride=(1,), padding=(1,),
                                          dilation=(1,), transposed=False, output_padding=(0,),
                                          groups=1, output_mask=(1, 1, 1)),
+    "scaled_dot_product_flash_attention": lambda: dict(
+        tensors=[t(2, 3, 4), t(2, 5, 4), t(2, 5, 3), kiln.ones(2, 3, 5, dtype=kiln.bool)],
+        scale=0.5, is_causal=False, has_mask=True),
+    "scaled_dot_product_flash_attention_backward": lambda: dict(
+        tensors=[t(2, 3, 3), t(2, 3, 4), t(2, 5, 4), t(2, 5, 3), t(2, 3, 3), t(2, 3)], scale=0.5,
+        is_causal=True, has_mask=False),
 }
 
 

@@ -1,5 +1,6 @@
-// kiln._C._nn's convolution, normalization and pooling composites (runtime/api/conv_ops.h,
-// norm_ops.h, pooling_ops.h), called by kiln.nn.functional under torch's names and defaults.
+// kiln._C._nn's convolution, normalization, pooling and attention functions
+// (runtime/api/conv_ops.h, norm_ops.h, pooling_ops.h, attention_ops.h), called by
+// kiln.nn.functional under torch's names and defaults.
 #include <nanobind/stl/pair.h>
 
 #include <string_view>
@@ -80,6 +81,15 @@ void bind_nn_layers(nb::module_& m) {
       },
       nogil, nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight").none(),
       nb::arg("eps").none());
+  nn.def(
+      "scaled_dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> mask,
+         double dropout_p, bool is_causal, std::optional<double> scale) {
+        return scaled_dot_product_attention(q, k, v, or_undefined(mask), dropout_p, is_causal,
+                                            scale);
+      },
+      nogil, nb::arg("query"), nb::arg("key"), nb::arg("value"), nb::arg("attn_mask").none(),
+      nb::arg("dropout_p"), nb::arg("is_causal"), nb::arg("scale").none());
   nn.def(
       "avg_pool2d",
       [](const Tensor& x, Shape kernel, Shape stride, Shape padding, bool ceil_mode,

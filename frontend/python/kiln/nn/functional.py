@@ -64,6 +64,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _nn.layer_norm(input, list(normalized_shape), weight, bias, eps)
 
 
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    # The fused flash-attention ops, or the composite with dropout (runtime/api/attention_ops.h).
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention(): enable_gqa is not supported")
+    return _nn.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                            scale)
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
