@@ -107,11 +107,21 @@ void tile_mm(int64_t m, int64_t n, int64_t k, const double* a, int64_t a_rs, int
 // p[j] = exp(s[j] - ref) over a row: float through Kiln's vectorizable exp (Note [Vectorized exp
 // and tanh]), double through libm. Returns the sum of the p[j].
 KILN_FLOAT_LOOP_CLONES float exp_row(float* s, int64_t n, float ref) {
-  float sum = 0;
-  for (int64_t j = 0; j < n; ++j) {
+  // The exps first, in a loop of their own (a float sum in the same loop would keep GCC from
+  // vectorizing it), then the sum in 16 lanes.
+  for (int64_t j = 0; j < n; ++j)
     s[j] = math::exp(s[j] - ref);
+  constexpr int kLanes = 16;
+  float lanes[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] += s[j + l];
+  float sum = 0;
+  for (; j < n; ++j)
     sum += s[j];
-  }
+  for (float v : lanes)
+    sum += v;
   return sum;
 }
 
@@ -157,14 +167,21 @@ C to_compute(T x) {
 template <class C, class T>
 void load_tile(const T* src, int64_t rs, int64_t cs, int64_t rows, int64_t cols, C* dst, int64_t ld,
                bool transposed) {
+  // The forward loads a key and a value tile per query tile, as much data as its products read:
+  // rows with unit column stride (the usual layouts) get a loop the compiler vectorizes.
+  int64_t dr = transposed ? 1 : ld, dc = transposed ? ld : 1;
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      C v = to_compute<C>(src[r * rs + c * cs]);
-      if (transposed) {
-        dst[c * ld + r] = v;
-      } else {
-        dst[r * ld + c] = v;
-      }
+    const T* s = src + r * rs;
+    C* d = dst + r * dr;
+    if (cs == 1 && dc == 1) {
+      for (int64_t c = 0; c < cols; ++c)
+        d[c] = to_compute<C>(s[c]);
+    } else if (cs == 1) {
+      for (int64_t c = 0; c < cols; ++c)
+        d[c * dc] = to_compute<C>(s[c]);
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        d[c * dc] = to_compute<C>(s[c * cs]);
     }
   }
 }
