@@ -1,6 +1,7 @@
 // The extension module kiln._C: the C++ half of the Python package (the pure-Python half is
 // frontend/python/kiln/). Each bind_* function is in the file of its name.
 #include "kiln/base/warning.h"
+#include "kiln/runtime/allocator.h"
 #include "python_common.h"
 #include "python_hooks.h"
 
@@ -57,4 +58,15 @@ NB_MODULE(_C, m) {
   bind_nn_layers(m);
   bind_ops(m);  // last: Tensor methods written above take precedence over generated ones
   m.def("_set_package_dir", &set_package_dir);
+  // The CPU allocator's byte counts (runtime/allocator.h), for memory benchmarks
+  // (bench/sdpa_vs_torch.py): allocated, peak_allocated (since the last reset) and cached.
+  m.def("_cpu_allocator_stats", [] {
+    kiln::CachingAllocatorStats s = kiln::cpu_allocator_stats();
+    nb::dict d;
+    d["allocated"] = s.allocated_bytes;
+    d["peak_allocated"] = s.peak_allocated_bytes;
+    d["cached"] = s.cached_bytes;
+    return d;
+  });
+  m.def("_cpu_allocator_reset_peak", &kiln::cpu_allocator_reset_peak);
 }
