@@ -226,7 +226,17 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     }
     return s.fn(inputs);
   }
-  return compile_detail::run_plan(plan, inputs);
+  try {
+    return compile_detail::run_plan(plan, inputs);
+  } catch (const compile_detail::BreakShapesChanged& e) {
+    // Note [Shapes after a data-dependent break]: nothing of this call is visible yet.
+    KILN_WARN_ONCE("{}", e.what());
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      ++s.eager_calls;
+    }
+    return s.fn(inputs);
+  }
 }
 
 CompileStats CompiledFunction::stats() const {

@@ -1,9 +1,13 @@
 #include "kiln/frontend/compile/segments.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "kiln/base/error.h"
+#include "kiln/runtime/op_table.h"
 
 namespace kiln::compile_detail {
 
@@ -103,6 +107,25 @@ void build_steps(Plan& plan) {
   add_segment(plan, run);
 }
 
+namespace {
+
+// Note [Shapes after a data-dependent break] in segments.h.
+void check_break_shapes(const Step& step, const std::vector<Tensor>& outs) {
+  const std::string& name = step.fallback->fallback().name;
+  const OpDef* op = OpTable::instance().find(name);
+  if (op == nullptr || !op->has(kNonTraceable)) return;
+  for (size_t i = 0; i < outs.size() && i < step.outputs.size(); ++i) {
+    const Shape& traced = step.outputs[i]->type().sizes;
+    if (!outs[i].defined() || std::ranges::equal(outs[i].sizes(), traced)) continue;
+    throw BreakShapesChanged(fmt::format(
+        "compile: '{}' returned shape {} where the traced call had {}; the code after it was "
+        "compiled for that shape, so calls with other counts run eagerly",
+        name, shape_str(outs[i].sizes()), shape_str(traced)));
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> run_steps(const Plan& plan, const std::vector<Tensor>& primals) {
   const ir::Graph& g = *plan.forward;
   std::unordered_map<const ir::Value*, Tensor> env;
@@ -116,6 +139,7 @@ std::vector<Tensor> run_steps(const Plan& plan, const std::vector<Tensor>& prima
     std::vector<Tensor> outs;
     if (step->fallback != nullptr) {
       outs = step->fallback->fallback().fn(ins);
+      check_break_shapes(*step, outs);
     } else {
       outs = run_plan(step->plan_for(ins, plan.rematerialize, plan.backend), ins);
     }

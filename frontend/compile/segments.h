@@ -2,8 +2,10 @@
 // segments and eager steps (Note [Graph breaks]).
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -41,7 +43,20 @@ struct Step {
 void build_steps(Plan& plan);
 
 // Runs a segmented plan on one call's primals (inputs, then lifted parameters) and returns the
-// forward graph's outputs.
+// forward graph's outputs. Throws BreakShapesChanged when a data-dependent op returns tensors of
+// other shapes than when the plan was traced.
 std::vector<Tensor> run_steps(const Plan& plan, const std::vector<Tensor>& primals);
+
+// Note [Shapes after a data-dependent break]
+// The segments after nonzero or masked_select were traced with the count of the traced call, so
+// their graphs hold its shapes. A call whose count differs cannot run them: run_steps stops at
+// that op, before any segment after it ran and before the plan writes into its inputs, and
+// compile() runs the whole function eagerly for that call instead (with a warning, once).
+// Only ops of the table (which change nothing in place) may have run eagerly by then.
+struct BreakShapesChanged : std::exception {
+  explicit BreakShapesChanged(std::string m) : message(std::move(m)) {}
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string message;
+};
 
 }  // namespace kiln::compile_detail

@@ -150,7 +150,7 @@ KILN_REGISTER_OPINFO(all_info, logical_reduction("all", false));
 KILN_REGISTER_OPINFO(where_scalar_info, [] {
   OpInfo info{"where_scalar", {"where", "full"}};
   info.samples = [] {
-    struct Case {
+    struct ScalarCase {
       DType x;
       Shape cond_shape, x_shape;
       kiln::Scalar s;
@@ -158,7 +158,7 @@ KILN_REGISTER_OPINFO(where_scalar_info, [] {
       int form;  // 0: (cond, x, s), 1: (cond, s, x), 2: (cond, s, s2) with s2 = x's first value
       Layout layout = Layout::Contiguous;
     };
-    const std::vector<Case> cases = {
+    const std::vector<ScalarCase> cases = {
         {kiln::kFloat32, {3, 4}, {3, 4}, 2.5, kiln::kFloat32, 0},
         {kiln::kFloat64, {3, 4}, {4}, 2.5, kiln::kFloat64, 1, Layout::Strided},
         {kiln::kFloat32, {4}, {3, 4}, -1, kiln::kFloat32, 0, Layout::Transposed},
@@ -174,7 +174,7 @@ KILN_REGISTER_OPINFO(where_scalar_info, [] {
     };
     std::vector<Sample> out;
     uint32_t seed = 3100;
-    for (const Case& c : cases) {
+    for (const ScalarCase& c : cases) {
       Tensor cond = make_input(c.cond_shape, kiln::kBool, c.layout, 0, 1, seed++);
       Tensor x = make_input(c.x_shape, c.x, c.layout, -5, 5, seed++);
       kiln::Scalar s = c.s;
@@ -194,12 +194,13 @@ KILN_REGISTER_OPINFO(where_scalar_info, [] {
             double sv = s.to_double(), s2 = form == 2 && od == kiln::kBool ? 0 : -3;
             Shape shape = form == 2 ? in[0].sizes : ref_broadcast_shape(in[0].sizes, in[1].sizes);
             return std::vector{ref_from_index(shape, od, [&](const Index& idx) {
-              bool c = in[0].data[static_cast<size_t>(broadcast_source(idx, in[0].sizes))] != 0;
+              bool take_a =
+                  in[0].data[static_cast<size_t>(broadcast_source(idx, in[0].sizes))] != 0;
               double xv = form == 2
                               ? s2
                               : in[1].data[static_cast<size_t>(broadcast_source(idx, in[1].sizes))];
               double a = form == 0 ? xv : sv, b = form == 0 ? sv : xv;
-              return round_to(c ? a : b, od);
+              return round_to(take_a ? a : b, od);
             })};
           }));
     }
