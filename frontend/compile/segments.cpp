@@ -23,7 +23,8 @@ namespace kiln::compile_detail {
 // which feeds segment k-1's. Each step's outputs are exactly the values later steps read.
 // Ops whose output shape depends on the data (nonzero, masked_select) are kNonTraceable in the
 // op table and break the graph the same way (Note [Data-dependent output shapes],
-// runtime/kernels/mask_ops.cpp); the segments after them capture a plan per input signature.
+// runtime/kernels/mask_ops.cpp), and a call with other counts runs eagerly (Note [Shapes after
+// a data-dependent break] in segments.h).
 
 namespace {
 

@@ -7,8 +7,9 @@
 // messages; nothing allocates from them). A Meta tensor has no values: its kernel throws. A graph
 // cannot hold such an op either, so the entries are kNonTraceable: compile() makes each call a
 // graph break (Note [Graph breaks], frontend/compile/segments.cpp), run eagerly with autograd
-// between compiled segments, and a segment after it is captured again for each new input
-// signature (the count changes the shapes it sees); trace() throws naming the op.
+// between compiled segments; a call whose count differs from the traced one runs eagerly as a
+// whole (Note [Shapes after a data-dependent break], frontend/compile/segments.h). trace()
+// throws naming the op.
 #include "kiln/base/error.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/index_loops.h"
