@@ -147,3 +147,18 @@ def test_fill_range_check_like_torch():
         kiln.full((2,), 300, dtype=kiln.uint8)
     assert kiln.full((2,), -1, dtype=kiln.uint8).tolist() == \
         torch.full((2,), -1, dtype=torch.uint8).tolist()
+
+
+@pytest.mark.parametrize("values,name", [([300], "uint8"), ([-256], "uint8"), ([128], "int8"),
+                                         ([-40000], "int16"), ([2 ** 40], "int32")])
+def test_tensor_from_out_of_range_ints_raises_like_torch(values, name):
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.tensor(values, dtype=getattr(torch, name))
+    with pytest.raises(kiln.KilnError, match=f"tensor: value cannot be converted to type {name}"):
+        kiln.tensor(values, dtype=getattr(kiln, name))
+
+
+def test_tensor_from_in_range_ints_like_torch():
+    for values, name in [([-1, 255], "uint8"), ([-128, 127], "int8"), ([-32768], "int16")]:
+        assert kiln.tensor(values, dtype=getattr(kiln, name)).tolist() == \
+            torch.tensor(values, dtype=getattr(torch, name)).tolist()

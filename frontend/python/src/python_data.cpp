@@ -6,6 +6,7 @@
 #include "kiln/base/cuda/driver.h"
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/random_ops.h"
+#include "kiln/runtime/type_promotion.h"
 #include "python_common.h"
 
 namespace kiln::python {
@@ -128,6 +129,11 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::option
     } else if (kind == Kind::Int) {
       std::vector<int64_t> v;
       fill(data, v);
+      // As torch: a Python int outside an integer dtype's range is an error, not a wrap.
+      if (dtype && is_integral(*dtype, false)) {
+        for (int64_t x : v)
+          check_scalar_fits("tensor", Scalar(x), *dtype);
+      }
       t = detail::from_host(v.data(), v.size(), kInt64, shape, options, {});
     } else {
       std::vector<uint8_t> v;
