@@ -118,8 +118,6 @@ Tensor from_host(const void* data, size_t count, DType src_dtype, Shape size,
              "from_vector: {} elements cannot fill a tensor of shape {} ({} elements)", count,
              shape_str(size), shape_numel(size));
   Device device = options.device_or();
-  KILN_CHECK(device.is_cpu(), "from_vector: tensors can only be created on the CPU here, not {}",
-             device);
   Tensor t = empty_tensor(size, src_dtype, kCPU);
   // impl()->data(), not raw_data(): filling a new tensor is no data-dependent read, and a
   // traced function may build constants this way.
@@ -127,7 +125,10 @@ Tensor from_host(const void* data, size_t count, DType src_dtype, Shape size,
   // Built by a function being traced: a constant of its graph (TracingState::on_host_tensor).
   if (is_tracing()) current_tracing_state()->on_host_tensor(t);
   DType want = options.dtype_or(src_dtype);
-  return finish(want == src_dtype ? t : t.to(want), options);
+  if (want != src_dtype) t = t.to(want);
+  // Another device's tensor is the host values copied there, as torch.tensor(..., device=).
+  if (!device.is_cpu()) t = t.to(device);
+  return finish(t, options);
 }
 }  // namespace detail
 

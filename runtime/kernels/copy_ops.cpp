@@ -15,8 +15,29 @@
 
 namespace kiln {
 
+namespace {
+
+// A device tensor's copy or fill: the device's own copy_ or fill_ kernel, called directly (not
+// dispatched, as these helpers promise). So a CUDA kernel can use copy_into and fill_into too.
+void on_device(const char* op_name, const Tensor& dst, std::span<const Tensor> inputs,
+               const void* attrs) {
+  const OpDef& op = get_op(op_name);
+  auto kernel = op.compute[static_cast<int>(DispatchKey::CUDA)];
+  KILN_CHECK(dst.device().is_cuda() && kernel != nullptr, "{}: no kernel for a tensor on {}",
+             op_name, dst.device());
+  kernel(op, std::span<const Tensor>(&dst, 1), inputs, attrs);
+}
+
+}  // namespace
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
+  if (!dst.device().is_cpu()) {
+    Tensor ins[] = {dst, src};
+    NoAttrs none;
+    on_device("copy_", dst, ins, &none);
+    return;
+  }
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
       dst.sizes() == src.sizes()) {
     size_t nbytes = static_cast<size_t>(dst.numel()) * dst.element_size();
@@ -43,6 +64,14 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 void fill_into(const Tensor& dst, const Scalar& value) {
+  if (dst.numel() == 0) return;
+  if (!dst.device().is_cpu()) {
+    Tensor ins[] = {dst};
+    FillAttrs fill;
+    fill.value = value;
+    on_device("fill_", dst, ins, &fill);
+    return;
+  }
   Tensor outs[] = {dst};
   TensorIterator it(outs, {});
   KILN_DISPATCH_ALL(dst.dtype(), "fill_", [&]<class T>() {

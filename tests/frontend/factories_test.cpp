@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
 
@@ -137,12 +138,19 @@ TEST(FromVector, WrongCountNamesBothCounts) {
                                       {"from_vector", "1", "0"}));
 }
 
-TEST(FromVector, OnlyCpuDevice) {
-  EXPECT_TRUE(throws_error_containing(
-      [] {
-        kiln::from_vector<float>({1, 2}, {2}, kiln::kMeta);
-      },
-      {"from_vector", "meta"}));
+// On another device the host values are copied there, as torch.tensor(..., device=): a meta
+// tensor keeps only the shape and dtype, as torch's does.
+TEST(FromVector, OtherDevicesGetACopy) {
+  Tensor m = kiln::from_vector<float>({1, 2}, {2}, kiln::kMeta);
+  EXPECT_EQ(m.device(), kiln::kMeta);
+  EXPECT_EQ(m.sizes(), (kiln::Shape{2}));
+  EXPECT_EQ(m.dtype(), kiln::kFloat32);
+  if (kiln::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  Tensor c = kiln::from_vector<int32_t>(
+      {4, 5, 6}, {3}, kiln::TensorOptions(kiln::kFloat64).device(kiln::Device::cuda(0)));
+  EXPECT_TRUE(c.device().is_cuda());
+  EXPECT_EQ(c.dtype(), kiln::kFloat64);
+  EXPECT_EQ(c.to(kiln::kCPU).to_vector<double>(), (std::vector<double>{4, 5, 6}));
 }
 
 TEST(HostAccess, ToVectorReadsLogicalOrderOfViews) {
