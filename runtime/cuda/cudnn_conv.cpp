@@ -14,11 +14,15 @@
 #include <cudnn.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <climits>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/base/cuda/driver.h"
+#include "kiln/base/options.h"
 #include "kiln/runtime/cuda/cublas_matmul.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/copy_attrs.h"
@@ -64,6 +68,9 @@ struct CudnnApi {
   decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) filter_workspace = nullptr;
   decltype(&cudnnConvolutionBackwardFilter) backward_filter = nullptr;
   decltype(&cudnnConvolutionBackwardBias) backward_bias = nullptr;
+  decltype(&cudnnFindConvolutionForwardAlgorithm) find_forward = nullptr;
+  decltype(&cudnnFindConvolutionBackwardDataAlgorithm) find_data = nullptr;
+  decltype(&cudnnFindConvolutionBackwardFilterAlgorithm) find_filter = nullptr;
 
   explicit CudnnApi(const std::vector<std::string>& paths) {
     void* handle = nullptr;
@@ -112,6 +119,9 @@ struct CudnnApi {
     resolve(filter_workspace, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
     resolve(backward_filter, "cudnnConvolutionBackwardFilter");
     resolve(backward_bias, "cudnnConvolutionBackwardBias");
+    resolve(find_forward, "cudnnFindConvolutionForwardAlgorithm");
+    resolve(find_data, "cudnnFindConvolutionBackwardDataAlgorithm");
+    resolve(find_filter, "cudnnFindConvolutionBackwardFilterAlgorithm");
     if (lib.error.empty()) lib.version = get_version();
   }
 };
@@ -228,6 +238,30 @@ struct Scales {
   const void* zero() const { return dbl ? static_cast<const void*>(&d[1]) : &f[1]; }
 };
 
+// Note [cuDNN algorithm choice]
+// Asking cuDNN's heuristics for an algorithm costs more host time than a product of a typical
+// layer's size takes on the device, and a training step asks three times per layer. So each
+// product's choice is kept per device and geometry (sizes, stride, padding, dilation, groups,
+// dtype, math mode), as torch keeps its own. With set_cudnn_benchmark(true) a geometry's first
+// call times every algorithm instead (cudnnFind*, which allocates its own scratch memory) and
+// keeps the fastest. KILN_LOGS=kernels prints each choice.
+struct AlgoChoice {
+  int algo = 0;
+  size_t bytes = 0;  // the workspace it needs
+};
+struct AlgoCache {
+  std::mutex mu;
+  std::map<std::pair<int, std::string>, AlgoChoice> choices;
+};
+AlgoCache& algo_cache() {
+  static auto* c = new AlgoCache();  // never destroyed: convolutions may run during exit
+  return *c;
+}
+std::atomic<bool>& benchmark_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
 // Runs the three products of one call on the device's current stream.
 class CudnnCall {
  public:
@@ -238,7 +272,8 @@ class CudnnCall {
         device_(any.device()),
         guard_(any.device().index),
         d_(a_, g, any.dtype(), what_),
-        scales_(any.dtype()) {
+        scales_(any.dtype()),
+        dtype_(any.dtype()) {
     h_ = handle_for(a_, device_.index, what_);
     auto stream = static_cast<cudaStream_t>(current_stream(device_.index).handle());
     check(a_.set_stream(h_, stream), what_);
@@ -246,54 +281,93 @@ class CudnnCall {
 
   // columns = conv(image)
   void gather(const Tensor& image, const Tensor& weight, const Tensor& columns) {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int found = 0;
-    check(a_.forward_algo(h_, d_.x, d_.w, d_.conv, d_.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found,
-                          perf),
-          what_);
-    size_t bytes = 0;
-    check(a_.forward_workspace(h_, d_.x, d_.w, d_.conv, d_.y, perf[0].algo, &bytes), what_);
-    Tensor ws = workspace(bytes);
+    AlgoChoice c = choose<cudnnConvolutionFwdAlgoPerf_t>(
+        "forward", CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+        [&](int n, int* found, cudnnConvolutionFwdAlgoPerf_t* perf, bool find) {
+          return find ? a_.find_forward(h_, d_.x, d_.w, d_.conv, d_.y, n, found, perf)
+                      : a_.forward_algo(h_, d_.x, d_.w, d_.conv, d_.y, n, found, perf);
+        },
+        [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+          return a_.forward_workspace(h_, d_.x, d_.w, d_.conv, d_.y, algo, bytes);
+        });
+    Tensor ws = workspace(c.bytes);
     check(a_.forward(h_, scales_.one(), d_.x, data(image), d_.w, data(weight), d_.conv,
-                     perf[0].algo, bytes > 0 ? ws.impl()->data() : nullptr, bytes, scales_.zero(),
-                     d_.y, data(columns)),
+                     static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), data(ws), c.bytes,
+                     scales_.zero(), d_.y, data(columns)),
           what_);
   }
 
   // image = the adjoint of gather applied to columns
   void scatter(const Tensor& columns, const Tensor& weight, const Tensor& image) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int found = 0;
-    check(a_.data_algo(h_, d_.w, d_.y, d_.conv, d_.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found,
-                       perf),
-          what_);
-    size_t bytes = 0;
-    check(a_.data_workspace(h_, d_.w, d_.y, d_.conv, d_.x, perf[0].algo, &bytes), what_);
-    Tensor ws = workspace(bytes);
+    AlgoChoice c = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+        "backward data", CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+        [&](int n, int* found, cudnnConvolutionBwdDataAlgoPerf_t* perf, bool find) {
+          return find ? a_.find_data(h_, d_.w, d_.y, d_.conv, d_.x, n, found, perf)
+                      : a_.data_algo(h_, d_.w, d_.y, d_.conv, d_.x, n, found, perf);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+          return a_.data_workspace(h_, d_.w, d_.y, d_.conv, d_.x, algo, bytes);
+        });
+    Tensor ws = workspace(c.bytes);
     check(a_.backward_data(h_, scales_.one(), d_.w, data(weight), d_.y, data(columns), d_.conv,
-                           perf[0].algo, bytes > 0 ? ws.impl()->data() : nullptr, bytes,
+                           static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), data(ws), c.bytes,
                            scales_.zero(), d_.x, data(image)),
           what_);
   }
 
   // grad_weight = the weight gradient of gather at image against columns
   void weight(const Tensor& image, const Tensor& columns, const Tensor& grad_weight) {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    int found = 0;
-    check(a_.filter_algo(h_, d_.x, d_.y, d_.conv, d_.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                         &found, perf),
-          what_);
-    size_t bytes = 0;
-    check(a_.filter_workspace(h_, d_.x, d_.y, d_.conv, d_.w, perf[0].algo, &bytes), what_);
-    Tensor ws = workspace(bytes);
+    AlgoChoice c = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        "backward filter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+        [&](int n, int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perf, bool find) {
+          return find ? a_.find_filter(h_, d_.x, d_.y, d_.conv, d_.w, n, found, perf)
+                      : a_.filter_algo(h_, d_.x, d_.y, d_.conv, d_.w, n, found, perf);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
+          return a_.filter_workspace(h_, d_.x, d_.y, d_.conv, d_.w, algo, bytes);
+        });
+    Tensor ws = workspace(c.bytes);
     check(a_.backward_filter(h_, scales_.one(), d_.x, data(image), d_.y, data(columns), d_.conv,
-                             perf[0].algo, bytes > 0 ? ws.impl()->data() : nullptr, bytes,
-                             scales_.zero(), d_.w, data(grad_weight)),
+                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), data(ws),
+                             c.bytes, scales_.zero(), d_.w, data(grad_weight)),
           what_);
   }
 
  private:
-  static void* data(const Tensor& t) { return t.impl()->data(); }
+  static void* data(const Tensor& t) { return t.defined() ? t.impl()->data() : nullptr; }
+
+  // The algorithm of one product (Note [cuDNN algorithm choice]): `query` fills cuDNN's
+  // ranking (the heuristics', or with `find` the timed one), `workspace_of` sizes a choice.
+  template <class Perf, class Query, class WorkspaceOf>
+  AlgoChoice choose(const char* product, int count, Query&& query, WorkspaceOf&& workspace_of) {
+    bool find = cudnn_benchmark();
+    std::string key = fmt::format(
+        "{}{} n{} c{}/{} g{} in{}x{} k{}x{} s{}x{} p{}x{} d{}x{} {}{}{}", product,
+        g_.transposed ? " (transposed)" : "", g_.n, g_.image_channels(), g_.column_channels(),
+        g_.groups, g_.image(0), g_.image(1), g_.kernel[0], g_.kernel[1], g_.stride[0], g_.stride[1],
+        g_.padding[0], g_.padding[1], g_.dilation[0], g_.dilation[1], dtype_,
+        allow_tf32() ? " tf32" : "", find ? " timed" : "");
+    AlgoCache& cache = algo_cache();
+    std::lock_guard lock(cache.mu);  // held through a Find, so each geometry is timed once
+    auto it = cache.choices.find({device_.index, key});
+    if (it != cache.choices.end()) return it->second;
+    std::vector<Perf> perf(static_cast<size_t>(count));
+    int found = 0;
+    check(query(count, &found, perf.data(), find), what_);
+    // Both rankings put the best first; take the first cuDNN can run on this call.
+    for (int i = 0; i < found; ++i) {
+      const Perf& p = perf[static_cast<size_t>(i)];
+      if (p.status != CUDNN_STATUS_SUCCESS) continue;
+      AlgoChoice c{static_cast<int>(p.algo), 0};
+      if (workspace_of(p.algo, &c.bytes) != CUDNN_STATUS_SUCCESS) continue;
+      log_line("kernels",
+               fmt::format("cudnn: {}: algorithm {}{}, {} bytes of workspace", key, c.algo,
+                           find ? fmt::format(" ({:.3f} ms)", p.time) : "", c.bytes));
+      cache.choices.emplace(std::pair{device_.index, std::move(key)}, c);
+      return c;
+    }
+    KILN_ERROR("{}: cuDNN has no {} algorithm for this convolution ({})", what_, product, key);
+  }
   Tensor workspace(size_t bytes) const {
     if (bytes == 0) return {};
     return empty_tensor({static_cast<int64_t>((bytes + 7) / 8)}, kInt64, device_);
@@ -306,6 +380,7 @@ class CudnnCall {
   DeviceGuard guard_;
   Descriptors d_;
   Scales scales_;
+  DType dtype_;
   cudnnHandle_t h_ = nullptr;
 };
 
@@ -382,6 +457,13 @@ const CudnnLibrary& cudnn_library() {
   return api().lib;
 }
 
+void set_cudnn_benchmark(bool benchmark) {
+  benchmark_flag() = benchmark;
+}
+bool cudnn_benchmark() {
+  return benchmark_flag();
+}
+
 CudnnLibrary load_cudnn_from(const std::string& path) {
   return CudnnApi({path}).lib;
 }
@@ -416,6 +498,17 @@ CudnnLibrary load_cudnn_from(const std::string&) {
 
 Shape cudnn_columns_sizes(const ConvGeometry&, DType) {
   KILN_ERROR("cudnn_columns_sizes: {}", cudnn_library().error);
+}
+
+// Without CUDA there is no convolution on a device to choose for; the flag is kept as torch's.
+namespace {
+bool benchmark_without_cuda = false;
+}
+void set_cudnn_benchmark(bool benchmark) {
+  benchmark_without_cuda = benchmark;
+}
+bool cudnn_benchmark() {
+  return benchmark_without_cuda;
 }
 
 }  // namespace cuda

@@ -29,4 +29,10 @@ CudnnLibrary load_cudnn_from(const std::string& path);
 // [Convolution image and columns]). Needs cuDNN, not a GPU; throws kiln::Error without cuDNN.
 Shape cudnn_columns_sizes(const ConvGeometry& g, DType dtype);
 
+// As torch.backends.cudnn.benchmark (default false): the first call of each convolution geometry
+// times every cuDNN algorithm and keeps the fastest, instead of taking the heuristics' choice
+// (Note [cuDNN algorithm choice]).
+void set_cudnn_benchmark(bool benchmark);
+bool cudnn_benchmark();
+
 }  // namespace kiln::cuda

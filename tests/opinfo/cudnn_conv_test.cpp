@@ -5,6 +5,9 @@
 // there is a GPU.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/cuda/cudnn_conv.h"
 #include "kiln/runtime/op_table.h"
@@ -51,6 +54,42 @@ TEST(CudnnConv, DescriptorsGiveTheShapeRulesSizes) {
     kiln::Shape want{g.n, g.column_channels(), g.columns(0), g.columns(1)};
     for (kiln::DType t : {kiln::kFloat32, kiln::kFloat64, kiln::kFloat16})
       EXPECT_EQ(kiln::cuda::cudnn_columns_sizes(g, t), want);
+  }
+}
+
+TEST(CudnnConv, BenchmarkIsOffByDefaultAsTorchs) {
+  EXPECT_FALSE(kiln::cuda::cudnn_benchmark());
+  kiln::cuda::set_cudnn_benchmark(true);
+  EXPECT_TRUE(kiln::cuda::cudnn_benchmark());
+  kiln::cuda::set_cudnn_benchmark(false);
+}
+
+// The algorithms cuDNN times (set_cudnn_benchmark) give the CPU's results too, forward and both
+// gradients, with a bias (its gradient is a sum over the device's grad_output).
+TEST(CudnnConv, TimedAlgorithmsMatchTheCpuOnDevice) {
+  if (kiln::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  kiln::manual_seed(11);
+  kiln::Tensor x = kiln::randn({4, 6, 13, 11}), w = kiln::randn({8, 3, 3, 3});
+  kiln::Tensor b = kiln::randn({8}), g = kiln::randn({4, 8, 7, 6});
+  auto run = [&](kiln::Device d) {
+    kiln::Tensor xd = x.to(d).requires_grad_(), wd = w.to(d).requires_grad_();
+    kiln::Tensor bd = b.to(d).requires_grad_();
+    kiln::Tensor y = kiln::conv2d(xd, wd, bd, {2}, {1}, {1}, 2);
+    std::vector<kiln::Tensor> grads = kiln::autograd::grad({y}, {xd, wd, bd}, {g.to(d)});
+    std::vector<kiln::Tensor> out{y.detach().to(kiln::kCPU)};
+    for (const kiln::Tensor& t : grads)
+      out.push_back(t.to(kiln::kCPU));
+    return out;
+  };
+  std::vector<kiln::Tensor> want = run(kiln::kCPU);
+  kiln::cuda::set_cudnn_benchmark(true);
+  std::vector<kiln::Tensor> got = run(kiln::Device::cuda(0));
+  kiln::cuda::set_cudnn_benchmark(false);
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::vector<float> gv = got[i].to_vector<float>(), wv = want[i].to_vector<float>();
+    ASSERT_EQ(gv.size(), wv.size()) << "tensor " << i;
+    for (size_t j = 0; j < gv.size(); ++j)
+      ASSERT_NEAR(gv[j], wv[j], 1e-3 * (1 + std::abs(wv[j]))) << "tensor " << i << " at " << j;
   }
 }
 
