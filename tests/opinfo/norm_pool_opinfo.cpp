@@ -63,7 +63,7 @@ KILN_REGISTER_OPINFO(batch_norm, [] {
                              layout_name(c.layout), c.training ? "_train" : "_eval",
                              c.running ? "_running" : "", c.affine ? "_affine" : "");
         // The running statistics are buffers, not differentiable inputs (as in torch): the call
-        // captures them and updates copies, which it returns.
+        // captures them and updates copies (on the input's device), which it returns.
         Tensor rm0 = make_input({ch}, dt, Layout::Contiguous, -1, 1, seed++);
         Tensor rv0 = make_input({ch}, dt, Layout::Contiguous, 0.5, 2, seed++);
         s.inputs = {make_input(c.shape, dt, c.layout, -2, 3, seed++),
@@ -71,8 +71,8 @@ KILN_REGISTER_OPINFO(batch_norm, [] {
                     make_input({ch}, dt, Layout::Contiguous, -1, 1, seed++)};
         const double momentum = 0.3, eps = 1e-3;
         s.call = [c, momentum, eps, rm0, rv0](const std::vector<Tensor>& in) {
-          Tensor rm = c.running ? rm0.clone() : Tensor();
-          Tensor rv = c.running ? rv0.clone() : Tensor();
+          Tensor rm = c.running ? rm0.to(in[0].device()).clone() : Tensor();
+          Tensor rv = c.running ? rv0.to(in[0].device()).clone() : Tensor();
           Tensor w = c.affine ? in[1] : Tensor(), b = c.affine ? in[2] : Tensor();
           Tensor y = kiln::batch_norm(in[0], rm, rv, w, b, c.training, momentum, eps);
           if (!c.running) return std::vector{y};

@@ -279,20 +279,20 @@ KILN_REGISTER_OPINFO(remainder_,
                          1, 6));
 // lerp_ with a 0-dim weight tensor; lerp_scalar_ (the "scalar" samples) with a number weight and
 // the scalar as the end point.
-KILN_REGISTER_OPINFO(lerp_, binary_inplace(
-                                "lerp_",
-                                [](const Tensor& a, const Tensor& b) {
-                                  a.lerp_(b, kiln::full({}, 0.25, kiln::TensorOptions(a.dtype())));
-                                },
-                                [](const Tensor& a, const Scalar& b) {
-                                  a.lerp_(kiln::full_like(a, b), 0.25);
-                                },
-                                [](double a, double b) { return a + 0.25 * (b - a); },
-                                {{kiln::kFloat32, kiln::kFloat32, kiln::kFloat32},
-                                 {kiln::kFloat64, kiln::kFloat64, kiln::kFloat64},
-                                 {kiln::kFloat16, kiln::kFloat16, kiln::kFloat16},
-                                 {kiln::kBFloat16, kiln::kBFloat16, kiln::kBFloat16}},
-                                -5, 5));
+KILN_REGISTER_OPINFO(
+    lerp_, binary_inplace(
+               "lerp_",
+               [](const Tensor& a, const Tensor& b) {
+                 a.lerp_(b,
+                         kiln::full({}, 0.25, kiln::TensorOptions(a.dtype()).device(a.device())));
+               },
+               [](const Tensor& a, const Scalar& b) { a.lerp_(kiln::full_like(a, b), 0.25); },
+               [](double a, double b) { return a + 0.25 * (b - a); },
+               {{kiln::kFloat32, kiln::kFloat32, kiln::kFloat32},
+                {kiln::kFloat64, kiln::kFloat64, kiln::kFloat64},
+                {kiln::kFloat16, kiln::kFloat16, kiln::kFloat16},
+                {kiln::kBFloat16, kiln::kBFloat16, kiln::kBFloat16}},
+               -5, 5));
 
 }  // namespace
 }  // namespace kiln_test
