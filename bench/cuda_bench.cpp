@@ -18,6 +18,7 @@
 #include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/base/cuda/driver.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/cuda/cudnn_conv.h"
 
 namespace {
 
@@ -62,10 +63,8 @@ bool require_device(benchmark::State& state) {
   return false;
 }
 
-// Runs `work` under the benchmark's manual timer and adds GB/s, the copy's GB/s measured right
-// after, and their ratio; with `eager`, also the median eager time and the speedup over it.
-void run(benchmark::State& state, const std::function<void()>& work, double ideal_bytes,
-         const std::function<void()>& eager = {}) {
+// The median milliseconds of `work` under the benchmark's manual timer, after three warm-up calls.
+double timed_median_ms(benchmark::State& state, const std::function<void()>& work) {
   for (int i = 0; i < 3; ++i)
     work();
   std::vector<double> ms;
@@ -75,7 +74,14 @@ void run(benchmark::State& state, const std::function<void()>& work, double idea
     state.SetIterationTime(t * 1e-3);
   }
   std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
-  double median = ms[ms.size() / 2];
+  return ms[ms.size() / 2];
+}
+
+// Runs `work` under the benchmark's manual timer and adds GB/s, the copy's GB/s measured right
+// after, and their ratio; with `eager`, also the median eager time and the speedup over it.
+void run(benchmark::State& state, const std::function<void()>& work, double ideal_bytes,
+         const std::function<void()>& eager = {}) {
+  double median = timed_median_ms(state, work);
   double gbps = ideal_bytes / (median * 1e-3) * 1e-9;
   double copy = copy_bytes_per_s() * 1e-9;
   state.counters["GB/s"] = gbps;
@@ -231,6 +237,72 @@ void BM_CudaGeluForwardBackward(benchmark::State& state) {
       static_cast<double>(f.stats().forward_kernels + f.stats().backward_kernels);
 }
 BENCHMARK(BM_CudaGeluForwardBackward)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// Forward + backward of the ops issue 37 brought to CUDA, in milliseconds and TFLOP/s of the
+// products they do (multiply-adds count 2): fused attention (the NVRTC flash kernels, Note [Flash
+// attention]) at B4 h8 S1024 d64, and cuDNN convolutions at batch 32 on the shapes of the CPU
+// benchmark (bench/nn_layers_vs_torch.py). float32; no TF32.
+void run_forward_backward(benchmark::State& state, const std::function<Tensor()>& forward,
+                          const std::vector<Tensor>& wrt, double flops) {
+  if (!require_device(state)) return;
+  Tensor probe = forward();
+  Tensor g = gpu_randn(probe.sizes());
+  auto step = [&] {
+    Tensor y = forward();
+    benchmark::DoNotOptimize(kiln::autograd::grad({y}, wrt, {g}));
+  };
+  double median = timed_median_ms(state, step);
+  state.counters["median_ms"] = median;
+  state.counters["TFLOP/s"] = flops / (median * 1e-3) * 1e-12;
+}
+
+void BM_CudaSdpaForwardBackward(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const int64_t b = 4, h = 8, s = 1024, d = 64;
+  bool causal = state.range(0) != 0;
+  Tensor q = gpu_randn({b, h, s, d}).requires_grad_();
+  Tensor k = gpu_randn({b, h, s, d}).requires_grad_();
+  Tensor v = gpu_randn({b, h, s, d}).requires_grad_();
+  // QK^T and PV forward, dQ, dK, dV, dP and the recomputed QK^T backward: 7 products of
+  // 2 B H S S d each; causal does about half.
+  double flops = 7.0 * 2 * b * h * s * s * d * (causal ? 0.5 : 1.0);
+  run_forward_backward(
+      state, [&] { return kiln::scaled_dot_product_attention(q, k, v, {}, 0.0, causal); },
+      {q, k, v}, flops);
+}
+BENCHMARK(BM_CudaSdpaForwardBackward)
+    ->ArgName("causal")
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Args: in channels, out channels, input size, kernel size, stride, and whether cuDNN times its
+// algorithms (cuda::set_cudnn_benchmark, as torch.backends.cudnn.benchmark).
+void BM_CudaConv2dForwardBackward(benchmark::State& state) {
+  if (!require_device(state)) return;
+  kiln::cuda::set_cudnn_benchmark(state.range(5) != 0);
+  const int64_t n = 32, c = state.range(0), oc = state.range(1), hw = state.range(2);
+  const int64_t kk = state.range(3), stride = state.range(4);
+  Tensor x = gpu_randn({n, c, hw, hw}).requires_grad_();
+  Tensor w = gpu_randn({oc, c, kk, kk}).requires_grad_();
+  const int64_t out = (hw + 2 * (kk / 2) - kk) / stride + 1;
+  // Forward, input gradient and weight gradient: one product each.
+  double flops = 3.0 * 2 * n * oc * out * out * c * kk * kk;
+  run_forward_backward(
+      state, [&] { return kiln::conv2d(x, w, {}, {stride}, {kk / 2}); }, {x, w}, flops);
+  kiln::cuda::set_cudnn_benchmark(false);
+}
+BENCHMARK(BM_CudaConv2dForwardBackward)
+    ->ArgNames({"C", "OC", "HW", "k", "stride", "find"})
+    ->Args({64, 64, 56, 3, 1, 0})
+    ->Args({64, 128, 56, 3, 2, 0})
+    ->Args({256, 256, 14, 1, 1, 0})
+    ->Args({64, 64, 56, 3, 1, 1})
+    ->Args({64, 128, 56, 3, 2, 1})
+    ->Args({256, 256, 14, 1, 1, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

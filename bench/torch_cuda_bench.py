@@ -123,14 +123,53 @@ def workloads():
     return out
 
 
+def compute_workloads():
+    """bench/cuda_bench.cpp's forward + backward workloads: (name, flops, work), torch eager
+    (its own fused attention and cuDNN; torch.compile calls the same kernels for these)."""
+    dev = "cuda"
+    out = []
+    b, h, s, d = 4, 8, 1024, 64
+    q, k, v = (torch.randn(b, h, s, d, device=dev, requires_grad=True) for _ in range(3))
+    g = torch.randn(b, h, s, d, device=dev)
+    for causal in (False, True):
+        def step(causal=causal):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            torch.autograd.grad(y, (q, k, v), g)
+        flops = 7.0 * 2 * b * h * s * s * d * (0.5 if causal else 1.0)
+        out.append((f"sdpa_forward_backward causal={int(causal)}", flops, step))
+    for c, oc, hw, kk, stride in ((64, 64, 56, 3, 1), (64, 128, 56, 3, 2), (256, 256, 14, 1, 1)):
+        x = torch.randn(32, c, hw, hw, device=dev, requires_grad=True)
+        w = torch.randn(oc, c, kk, kk, device=dev, requires_grad=True)
+        size = (hw + 2 * (kk // 2) - kk) // stride + 1
+        gy = torch.randn(32, oc, size, size, device=dev)
+        flops = 3.0 * 2 * 32 * oc * size * size * c * kk * kk
+        for find in (False, True):  # torch.backends.cudnn.benchmark
+
+            def step(x=x, w=w, gy=gy, stride=stride, pad=kk // 2, find=find):
+                torch.backends.cudnn.benchmark = find
+                y = F.conv2d(x, w, stride=stride, padding=pad)
+                torch.autograd.grad(y, (x, w), gy)
+            out.append((f"conv2d_forward_backward C{c} OC{oc} HW{hw} k{kk} s{stride} find={int(find)}",
+                        flops, step))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--compute-only", action="store_true",
+                        help="only the attention and convolution forward + backward workloads")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
     results = []
-    for name, ideal, variants in workloads():
+    for name, flops, work in compute_workloads():
+        ms = median_ms(work)
+        tflops = flops / (ms * 1e-3) * 1e-12
+        results.append({"workload": name, "variant": "eager", "median_ms": ms, "TFLOP/s": tflops})
+        print(f"{name:48s} eager {ms:9.3f} ms {tflops:7.2f} TFLOP/s", flush=True)
+    for name, ideal, variants in ([] if args.compute_only else workloads()):
         for variant, work in variants.items():
             compile_s = first_call_s(work)
             ms = median_ms(work)
