@@ -8,11 +8,10 @@ kernel and the median milliseconds per step, alternating Kiln and torch runs.
 
 import argparse
 import os
-import statistics
-import time
 
 import kiln
 import kiln.nn.functional as KF
+from cpu_vs_torch import add_timing_args, cpu_model, median_ms, torch_on_threads
 
 # (in channels, out channels, size, kernel, stride, padding)
 SHAPES = [
@@ -22,35 +21,12 @@ SHAPES = [
 ]
 
 
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
-
-
-def median_ms(step, repeats):
-    step()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        samples.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(samples)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    add_timing_args(parser)
     args = parser.parse_args()
-    try:
-        import torch
-        torch.set_num_threads(args.threads)
-    except ImportError:
-        torch = None
+    torch = torch_on_threads(args.threads)
     print(f"CPU: {cpu_model()}; BLAS: {os.environ.get('OPENBLAS_CORETYPE', 'OpenBLAS default core')};"
           f" threads {args.threads}; batch {args.batch}; median of {args.repeats}")
     print(f"{'shape':32} {'kiln eager':>11} {'kiln compiled':>14} {'torch eager':>12} {'ratio':>7}")

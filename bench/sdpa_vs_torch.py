@@ -9,11 +9,10 @@ against one S x S float32 matrix per batch entry and head (the fused path must s
 
 import argparse
 import math
-import os
 
 import kiln
 import kiln.nn.functional as KF
-from nn_layers_vs_torch import cpu_model, median_ms  # bench/ is the script's folder
+from cpu_vs_torch import add_timing_args, cpu_model, median_ms, torch_on_threads  # bench/ is the script's folder
 
 
 def composite(q, k, v, causal):
@@ -58,14 +57,9 @@ def main():
     parser.add_argument("--seq", type=int, default=1024)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--mem-seq", type=int, default=2048)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    add_timing_args(parser)
     args = parser.parse_args()
-    try:
-        import torch
-        torch.set_num_threads(args.threads)
-    except ImportError:
-        torch = None
+    torch = torch_on_threads(args.threads)
     b, h, s, d = args.batch, args.heads, args.seq, args.dim
     print(f"CPU: {cpu_model()}; threads {args.threads}; median of {args.repeats}; float32")
     print(f"forward+backward B{b} h{h} S{s} d{d}:")
