@@ -110,25 +110,31 @@ extern "C" __global__ void __launch_bounds__(64) @SYM@_forward(
 }
 )";
 
+// The two backward entries' shared parameters, and their batch entry's grad_out, q, k and v.
+const char* const kBackwardParams =
+    R"(@ST@* dq, @ST@* dk, @ST@* dv, @CT@* dsum, const @ST@* g, const @ST@* q, const @ST@* k,
+    const @ST@* v, const @ST@* o, const @CT@* lse, const void* mask, const long long* offs,
+    const long long* st, const long long batch, const long long L, const long long S,
+    const long long E, const long long Ev, const @CT@ scale, const int causal,
+    const int mask_kind)";
+const char* const kBackwardInputs = R"(    const @ST@* gb = g + offs[b];
+    const @ST@* qb = q + offs[batch + b];
+    const @ST@* kb = k + offs[2 * batch + b];
+    const @ST@* vb = v + offs[3 * batch + b];
+)";
+
 // offs: (grad_out, q, k, v, out, mask) per batch entry; st: their row and column strides.
 // dsum is a [batch, L] workspace that the first entry writes and the second reads.
 const char* const kBackward = R"(
 extern "C" __global__ void __launch_bounds__(64) @SYM@_backward_dq(
-    @ST@* dq, @ST@* dk, @ST@* dv, @CT@* dsum, const @ST@* g, const @ST@* q, const @ST@* k,
-    const @ST@* v, const @ST@* o, const @CT@* lse, const void* mask, const long long* offs,
-    const long long* st, const long long batch, const long long L, const long long S,
-    const long long E, const long long Ev, const @CT@ scale, const int causal,
-    const int mask_kind) {
+    @BACKWARD_PARAMS@) {
   __shared__ @CT@ ks[@CK@ * @D@];
   __shared__ @CT@ vs[@CK@ * @D@];
   const long long tiles = (L + 63) / 64;
   for (long long t = blockIdx.x; t < batch * tiles; t += gridDim.x) {
     const long long b = t / tiles, r0 = (t % tiles) * 64, i = r0 + threadIdx.x;
     const bool active = i < L;
-    const @ST@* gb = g + offs[b];
-    const @ST@* qb = q + offs[batch + b];
-    const @ST@* kb = k + offs[2 * batch + b];
-    const @ST@* vb = v + offs[3 * batch + b];
+@BACKWARD_INPUTS@
     const @ST@* ob = o + offs[4 * batch + b];
     const long long moff = mask_kind != 0 ? offs[5 * batch + b] : 0;
     @CT@ qr[@D@], gr[@D@], acc[@D@];
@@ -166,11 +172,7 @@ extern "C" __global__ void __launch_bounds__(64) @SYM@_backward_dq(
 }
 
 extern "C" __global__ void __launch_bounds__(64) @SYM@_backward_dkdv(
-    @ST@* dq, @ST@* dk, @ST@* dv, @CT@* dsum, const @ST@* g, const @ST@* q, const @ST@* k,
-    const @ST@* v, const @ST@* o, const @CT@* lse, const void* mask, const long long* offs,
-    const long long* st, const long long batch, const long long L, const long long S,
-    const long long E, const long long Ev, const @CT@ scale, const int causal,
-    const int mask_kind) {
+    @BACKWARD_PARAMS@) {
   __shared__ @CT@ qs[@CK@ * @D@];
   __shared__ @CT@ gs[@CK@ * @D@];
   __shared__ @CT@ ls[@CK@];
@@ -179,10 +181,7 @@ extern "C" __global__ void __launch_bounds__(64) @SYM@_backward_dkdv(
   for (long long t = blockIdx.x; t < batch * tiles; t += gridDim.x) {
     const long long b = t / tiles, c0 = (t % tiles) * 64, j = c0 + threadIdx.x;
     const bool active = j < S;
-    const @ST@* gb = g + offs[b];
-    const @ST@* qb = q + offs[batch + b];
-    const @ST@* kb = k + offs[2 * batch + b];
-    const @ST@* vb = v + offs[3 * batch + b];
+@BACKWARD_INPUTS@
     const long long moff = mask_kind != 0 ? offs[5 * batch + b] : 0;
     @CT@ kr[@D@], vr[@D@], dka[@D@], dva[@D@];
     for (int e = 0; e < @D@; ++e) {
@@ -237,6 +236,8 @@ std::string attention_code(const char* body, DType dtype, int head_dim, const st
   DType compute = dtype == kFloat64 ? kFloat64 : kFloat32;
   std::string ct(value_type(compute)), st(storage_type(dtype));
   std::string code = std::string(kCommon) + body;
+  replace_all(code, "@BACKWARD_PARAMS@", kBackwardParams);
+  replace_all(code, "@BACKWARD_INPUTS@\n", kBackwardInputs);
   replace_all(code, "@STORE@", to_storage("acc[e] * inv", dtype));
   replace_all(code, "@STORE_DQ@", to_storage("acc[e] * scale", dtype));
   replace_all(code, "@STORE_DK@", to_storage("dka[e] * scale", dtype));
