@@ -22,7 +22,7 @@
 #include "kiln/base/cuda/cuda_stream.h"
 #include "kiln/base/cuda/driver.h"
 #include "kiln/base/error.h"
-#include "kiln/runtime/kernels/copy_attrs.h"
+#include "kiln/runtime/kernels/copy_kernels.h"
 #endif
 
 namespace kiln::cuda {
@@ -162,10 +162,7 @@ void batched_gemm(const OpDef& op, const Tensor& a_in, const Tensor& b_in, const
   if (batch == 0 || m == 0 || n == 0) return;
   int device = out.device().index;
   if (k == 0) {  // an empty sum: zeros, written by fill_'s CUDA kernel (no version bump)
-    const OpDef& fill = get_op("fill_");
-    FillAttrs zero;
-    std::span<const Tensor> outs(&out, 1);
-    fill.compute[static_cast<int>(DispatchKey::CUDA)](fill, outs, outs, &zero);
+    fill_into(out, 0);
     return;
   }
   check_int(op, batch, "batch");

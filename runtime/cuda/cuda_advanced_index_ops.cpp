@@ -25,6 +25,7 @@
 #include "kiln/runtime/cuda/cuda_kernel_cache.h"
 #include "kiln/runtime/cuda/cuda_kernels.h"
 #include "kiln/runtime/kernels/advanced_index.h"
+#include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
@@ -156,7 +157,7 @@ void index_put_into(const OpDef& op, const Tensor& out, const Tensor& values,
 void index_put_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,
                            std::span<const Tensor> inputs, const void* attrs) {
   check_same_device(op, inputs, outputs[0]);
-  outputs[0].copy_(inputs[0]);
+  copy_into(outputs[0], inputs[0]);
   index_put_into(op, outputs[0], inputs[1], inputs.subspan(2), attrs_as<IndexPutAttrs>(attrs));
 }
 

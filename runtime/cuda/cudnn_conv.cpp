@@ -25,7 +25,6 @@
 #include "kiln/base/options.h"
 #include "kiln/runtime/cuda/cublas_matmul.h"
 #include "kiln/runtime/dispatcher.h"
-#include "kiln/runtime/kernels/copy_attrs.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #endif
 
@@ -388,13 +387,6 @@ bool empty_call(const ConvGeometry& g) {
   return g.n == 0 || g.in_channels == 0 || g.out_channels == 0 || g.kernel_size() == 0;
 }
 
-void zero_fill(const Tensor& t) {
-  const OpDef& fill = get_op("fill_");
-  FillAttrs zero;
-  std::span<const Tensor> outs(&t, 1);
-  fill.compute[static_cast<int>(DispatchKey::CUDA)](fill, outs, outs, &zero);
-}
-
 void convolution_cuda(const OpDef& op, std::span<const Tensor> outputs,
                       std::span<const Tensor> inputs, const void* attrs) {
   check_same_device(op, inputs, outputs[0]);
@@ -402,7 +394,7 @@ void convolution_cuda(const OpDef& op, std::span<const Tensor> outputs,
   const Tensor& out = outputs[0];
   if (out.numel() == 0) return;
   if (empty_call(g)) {
-    zero_fill(out);
+    fill_into(out, 0);
   } else {
     Tensor x = inputs[0].contiguous(), w = inputs[1].contiguous();
     CudnnCall call(op, g, out);
@@ -440,8 +432,8 @@ void convolution_backward_cuda(const OpDef& op, std::span<const Tensor> outputs,
     }
     if (o.grad_weight.defined()) call.weight(image, columns, o.grad_weight);
   } else {
-    if (o.grad_input.defined() && o.grad_input.numel() > 0) zero_fill(o.grad_input);
-    if (o.grad_weight.defined() && o.grad_weight.numel() > 0) zero_fill(o.grad_weight);
+    if (o.grad_input.defined()) fill_into(o.grad_input, 0);
+    if (o.grad_weight.defined()) fill_into(o.grad_weight, 0);
   }
   if (o.grad_bias.defined()) {
     Shape dims{0};
