@@ -1,5 +1,7 @@
 #include "kiln/base/shape.h"
 
+#include "kiln/base/sym_int.h"
+
 #include <algorithm>
 
 #include "kiln/base/error.h"
@@ -87,18 +89,47 @@ std::string shape_str(ShapeRef sizes) {
   return fmt::format("[{}]", fmt::join(sizes, ", "));
 }
 
-Shape broadcast_shapes(std::string_view op, ShapeRef a, ShapeRef b) {
+namespace {
+
+std::string size_text(int64_t v) {
+  return fmt::format("{}", v);
+}
+std::string size_text(const SymInt& v) {
+  return v.str();
+}
+std::string shape_text(std::span<const int64_t> s) {
+  return shape_str(s);
+}
+std::string shape_text(std::span<const SymInt> s) {
+  return sym_shape_str(s);
+}
+
+// One rule for integer and symbolic sizes (Note [Symbolic sizes]): a symbolic size equals only
+// the same expression, and is never 1.
+template <class I>
+std::vector<I> broadcast(std::string_view op, std::span<const I> a, std::span<const I> b) {
   size_t n = std::max(a.size(), b.size());
-  Shape out(n);
+  std::vector<I> out(n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    KILN_CHECK(da == db || da == 1 || db == 1,
+    I da = i < n - a.size() ? I(1) : a[i - (n - a.size())];
+    I db = i < n - b.size() ? I(1) : b[i - (n - b.size())];
+    KILN_CHECK(da == db || da == I(1) || db == I(1),
                "{}: shapes {} and {} cannot be broadcast together (size {} vs {} at dim {})", op,
-               shape_str(a), shape_str(b), da, db, i);
-    out[i] = da == 1 ? db : da;
+               shape_text(a), shape_text(b), size_text(da), size_text(db), i);
+    out[i] = da == I(1) ? db : da;
   }
   return out;
+}
+
+}  // namespace
+
+Shape broadcast_shapes(std::string_view op, ShapeRef a, ShapeRef b) {
+  return broadcast<int64_t>(op, a, b);
+}
+
+SymShape broadcast_shapes(std::string_view op, std::span<const SymInt> a,
+                          std::span<const SymInt> b) {
+  return broadcast<SymInt>(op, a, b);
 }
 
 }  // namespace kiln

@@ -1,0 +1,104 @@
+// SymInt: a size that is an integer or an expression over size symbols (s0, s1, ...), and the
+// facts a graph assumes about them (s0 >= 2, s1 == s2, mod(s0, 8) == 0).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+// Note [Symbolic sizes]
+// A symbolic size is a polynomial with int64 coefficients whose factors are symbols, or floor
+// divisions and modulos that could not be simplified away (floordiv(s0 + 1, 2)). Every
+// operation returns the canonical form: like terms merged, terms in one order, exact
+// divisions done (floordiv(32*s0*s1, 32*s0) is s1), and a result without symbols is a plain
+// integer. So equality is structural and exact: `a == b` holds when the two expressions are
+// the same polynomial, which is what a shape rule needs to decide that two sizes match for
+// every value of the symbols. It never consults a symbol's value; facts that relate different
+// expressions (s1 == s2) are SymFacts, which a graph lists and a plan checks before reuse.
+// Sizes 0 and 1 never become symbols (broadcasting depends on them), so every symbol is at
+// least 2.
+class SymInt {
+ public:
+  struct Node;
+
+  SymInt(int64_t value = 0) : value_(value) {}  // NOLINT: implicit, as torch's c10::SymInt
+  // The symbol s<id>.
+  static SymInt symbol(int64_t id);
+
+  bool is_symbolic() const { return node_ != nullptr; }
+  std::optional<int64_t> maybe_int() const {
+    return node_ ? std::nullopt : std::optional<int64_t>(value_);
+  }
+  // The integer, or kiln::Error "<what> needs a concrete size, got s0*4" when symbolic.
+  int64_t expect_int(std::string_view what) const;
+
+  friend SymInt operator+(const SymInt& a, const SymInt& b);
+  friend SymInt operator-(const SymInt& a, const SymInt& b);
+  friend SymInt operator*(const SymInt& a, const SymInt& b);
+  SymInt operator-() const { return SymInt(0) - *this; }
+  SymInt& operator+=(const SymInt& b) { return *this = *this + b; }
+  SymInt& operator-=(const SymInt& b) { return *this = *this - b; }
+  SymInt& operator*=(const SymInt& b) { return *this = *this * b; }
+  // Floor division and its modulo, as Python's // and % (and torch's FloorDiv and Mod). A
+  // divisor that is the integer 0 throws.
+  friend SymInt floordiv(const SymInt& a, const SymInt& b);
+  friend SymInt mod(const SymInt& a, const SymInt& b);
+
+  // The same canonical expression (Note [Symbolic sizes]); not a guard on values.
+  friend bool operator==(const SymInt& a, const SymInt& b);
+  size_t hash() const;
+
+  // The value with symbol s<k> bound to values[k]; throws when a symbol is unbound.
+  int64_t evaluate(std::span<const int64_t> values) const;
+  // The ids of the symbols it mentions, each once, increasing.
+  std::vector<int64_t> symbols() const;
+  // "32*s0*s1 + 1", "floordiv(s0 - 1, 2) + 1"; parse_sym_int reads it back.
+  std::string str() const;
+
+ private:
+  int64_t value_ = 0;
+  std::shared_ptr<const Node> node_;  // null: the integer value_
+  friend struct SymIntAccess;
+};
+
+using SymShape = std::vector<SymInt>;
+
+SymShape to_sym_shape(std::span<const int64_t> sizes);
+bool is_static(std::span<const SymInt> sizes);
+// The integers, or kiln::Error naming `what` when any size is symbolic.
+std::vector<int64_t> expect_ints(std::span<const SymInt> sizes, std::string_view what);
+// The row-major strides of `sizes`: suffix products.
+SymShape contiguous_strides(std::span<const SymInt> sizes);
+// The broadcast of two shapes as torch broadcasts, with sizes compared as expressions (a
+// symbol is never 1): throws kiln::Error naming `op` and both shapes when two sizes differ and
+// neither is 1.
+SymShape broadcast_shapes(std::string_view op, std::span<const SymInt> a,
+                          std::span<const SymInt> b);
+// "[s0, 32]" (torch-style shape text).
+std::string sym_shape_str(std::span<const SymInt> sizes);
+
+// Reads an expression as str() prints it (and the same with any spacing and parentheses); throws
+// kiln::Error naming the text and the offset of the first character it cannot read.
+SymInt parse_sym_int(std::string_view text);
+
+// A relation a graph assumes between sizes: "s0 >= 2", "s1 == s2", "mod(s0, 8) == 0".
+struct SymFact {
+  enum class Relation { kEq, kNe, kLt, kLe, kGt, kGe };
+  SymInt lhs;
+  Relation relation = Relation::kEq;
+  SymInt rhs;
+
+  bool holds(std::span<const int64_t> values) const;
+  std::string str() const;
+  friend bool operator==(const SymFact&, const SymFact&) = default;
+};
+// Reads "lhs <relation> rhs" as SymFact::str prints it.
+SymFact parse_sym_fact(std::string_view text);
+
+}  // namespace kiln
