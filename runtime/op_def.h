@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/base/sym_int.h"
 #include "kiln/runtime/attrs.h"
 #include "kiln/runtime/autograd/derivative.h"
 #include "kiln/runtime/dispatch_key.h"
@@ -60,9 +61,26 @@ struct OutputGeometry {
   int64_t storage_offset = 0;
 };
 
+// The same for graphs with symbolic sizes (Note [Symbolic sizes], base/sym_int.h).
+struct SymMetaRef {
+  std::span<const SymInt> sizes;
+  std::span<const SymInt> strides;
+  SymInt storage_offset = 0;
+  DType dtype = kFloat32;
+  Device device;
+};
+struct SymOutputGeometry {
+  SymShape sizes;
+  SymShape strides;
+  SymInt storage_offset = 0;
+};
+
 struct OpDef;
 using ShapeRule = std::vector<OutputGeometry> (*)(const OpDef& op, std::span<const MetaRef> inputs,
                                                   const void* attrs);
+using SymShapeRule = std::vector<SymOutputGeometry> (*)(const OpDef& op,
+                                                        std::span<const SymMetaRef> inputs,
+                                                        const void* attrs);
 using DTypeRule = DType (*)(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
                             size_t output_index);
 // A device kernel writes the outputs that the rules describe (already allocated).
@@ -102,6 +120,10 @@ struct OpDef {
   const AttrVTable* attrs = nullptr;
   std::string attrs_type;  // the attribute struct's name, for messages and the IR
   ShapeRule shape = nullptr;
+  // `shape` over symbolic sizes, for graphs whose sizes are symbols (Note [Symbolic sizes]):
+  // both instantiate one rule template, so they cannot disagree. Null where an op's rule has
+  // not been written over symbols yet; the IR verifier then rejects a symbolic input.
+  SymShapeRule sym_shape = nullptr;
   DTypeRule dtype = nullptr;
   AttrDevice attr_device = nullptr;
   PointwiseExpr expr = nullptr;                           // set for every fusible pointwise op

@@ -1,6 +1,7 @@
 #include "kiln/runtime/op_table.h"
 
 #include "kiln/base/error.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
@@ -37,6 +38,10 @@ OpTable& OpTable::instance() {
     register_attention_derivatives(*t);
     register_autograd_kernels(*t);
     register_tracer_kernels(*t);
+    // The symbolic shape rules that share a template with an op's rule (Note [Symbolic sizes]).
+    for (const OpDef* op : t->ops())
+      if (op->sym_shape == nullptr)
+        t->mutable_op(op->name).sym_shape = rules::symbolic_twin(op->shape);
     return t;
   }();
   return *table;
