@@ -305,7 +305,15 @@ std::shared_ptr<Graph> Graph::clone() const {
   }
   for (Value* v : outputs_)
     g->add_output(map.at(v));
+  g->symbol_hints_ = symbol_hints_;
   return g;
+}
+
+bool Graph::has_symbolic_types() const {
+  for (const auto& n : nodes_)
+    for (const auto& v : n->outputs_)
+      if (v->type().is_symbolic()) return true;
+  return false;
 }
 
 }  // namespace kiln::ir

@@ -228,6 +228,14 @@ class Graph {
 
   std::string str() const;  // the text format (ir/printer.h)
 
+  // ---- symbolic sizes (Note [Symbolic types]) ----
+  // Symbol s<k>'s value in the call the graph was traced from: hints[k]. Empty for a graph
+  // whose sizes are all integers.
+  const std::vector<int64_t>& symbol_hints() const { return symbol_hints_; }
+  void set_symbol_hints(std::vector<int64_t> hints) { symbol_hints_ = std::move(hints); }
+  // Whether any input or node output has a symbolic type.
+  bool has_symbolic_types() const;
+
  private:
   Node* append(std::unique_ptr<Node> node);
   size_t index_of(const Node* node) const;
@@ -236,6 +244,7 @@ class Graph {
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
   Node* insert_before_ = nullptr;
+  std::vector<int64_t> symbol_hints_;
 };
 
 }  // namespace kiln::ir

@@ -135,6 +135,8 @@ class Lexer {
         return single(TokenKind::Colon);
       case '=':
         return single(TokenKind::Equals);
+      case '*':
+        return single(TokenKind::Operator);
       case '"':
         return string_token();
       case '%': {
@@ -161,6 +163,7 @@ class Lexer {
         break;
     }
     if (at_number_start()) return number_token(line, column);
+    if (c == '+' || c == '-') return single(TokenKind::Operator);
     if (is_ident_start(c)) {
       while (is_ident_char(peek()) || (peek() == '.' && is_ident_start(peek(1))))
         advance();

@@ -25,6 +25,7 @@ enum class TokenKind {
   Comma,
   Colon,
   Equals,
+  Operator,  // * + - in a symbolic size (2*s0 + 1); a sign before digits is part of the number
 };
 
 struct Token {

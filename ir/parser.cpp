@@ -93,18 +93,35 @@ class Parser : public TokenCursor {
     expect(TokenKind::LParen, "'(' after 'graph'");
     auto g = std::make_shared<Graph>();
     Scope scope;
+    // The inputs' symbolic types get their hint values once the symbols clause after them is
+    // read (Note [Symbolic types]). A nested graph without a clause keeps the enclosing hints.
+    std::vector<int64_t> outer_hints = hints_;
+    if (depth == 0) hints_.clear();
+    symbols_known_ = false;
+    std::vector<std::pair<Value*, Token>> inputs;
     if (!accept(TokenKind::RParen)) {
       while (true) {
         const Token& name = expect(TokenKind::ValueName, "a graph input '%name'");
         Token name_tok = name;
         expect(TokenKind::Colon, fmt::format("':' after the graph input '%{}'", name_tok.text));
+        Token type_tok = peek();
         TensorType type = parse_type();
-        define(scope, name_tok, g->add_input(std::move(type), name_tok.text));
+        Value* v = g->add_input(std::move(type), name_tok.text);
+        define(scope, name_tok, v);
+        inputs.emplace_back(v, type_tok);
         if (accept(TokenKind::Comma)) continue;
         expect(TokenKind::RParen, "',' or ')' after a graph input");
         break;
       }
     }
+    if (peek().kind == TokenKind::Ident && peek().text == "symbols") parse_symbols_clause();
+    symbols_known_ = true;
+    for (auto& [v, tok] : inputs) {
+      TensorType t = v->type();
+      evaluate_symbolic(t, tok);
+      v->set_type(std::move(t));
+    }
+    g->set_symbol_hints(hints_);
     expect(TokenKind::Colon, "':' after the graph's inputs");
     while (!(peek().kind == TokenKind::Ident && peek().text == "return")) {
       if (peek().kind != TokenKind::ValueName && peek().kind != TokenKind::Ident)
@@ -126,7 +143,36 @@ class Parser : public TokenCursor {
         break;
       }
     }
+    hints_ = std::move(outer_hints);
     return g;
+  }
+
+  // symbols(s0 = 8, s1 = 128): each symbol's hint, the symbols numbered from 0 in order.
+  void parse_symbols_clause() {
+    next();
+    expect(TokenKind::LParen, "'(' after 'symbols'");
+    hints_.clear();
+    if (accept(TokenKind::RParen)) return;
+    while (true) {
+      const Token& name = peek();
+      std::string expected = fmt::format("s{}", hints_.size());
+      if (name.kind != TokenKind::Ident || name.text != expected)
+        fail_at(name, fmt::format("expected the symbol {} in the symbols clause (symbols are "
+                                  "numbered from s0 in order), found {}",
+                                  expected, describe(name)));
+      next();
+      expect(TokenKind::Equals, fmt::format("'=' after {}", expected));
+      const Token& hint_tok = peek();
+      int64_t hint = parse_int(fmt::format("the hint of {}", expected));
+      if (hint < 2)
+        fail_at(hint_tok, fmt::format("expected a hint of at least 2 for {}, found {}: sizes 0 and "
+                                      "1 stay integers (Note [Symbolic sizes])",
+                                      expected, hint));
+      hints_.push_back(hint);
+      if (accept(TokenKind::Comma)) continue;
+      expect(TokenKind::RParen, "',' or ')' in the symbols clause");
+      return;
+    }
   }
 
   void define(Scope& scope, const Token& name, Value* v) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <type_traits>
 #include <variant>
@@ -137,6 +138,129 @@ Device TokenCursor::parse_device(std::string_view what) {
   return Device::cuda(static_cast<int>(index));
 }
 
+namespace {
+
+bool is_operator(const Token& t, std::string_view op) {
+  return t.kind == TokenKind::Operator && t.text == op;
+}
+
+// "s12" -> 12; -1 for any other identifier.
+int64_t symbol_id(const Token& t) {
+  if (t.kind != TokenKind::Ident || t.text.size() < 2 || t.text[0] != 's') return -1;
+  int64_t id = 0;
+  auto r = std::from_chars(t.text.data() + 1, t.text.data() + t.text.size(), id);
+  if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size()) return -1;
+  return id;
+}
+
+void check_type_sizes(ShapeRef sizes, const std::function<void(const std::string&)>& fail) {
+  int64_t total = 1;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      fail(fmt::format("expected non-negative sizes in a type, found {}", shape_str(sizes)));
+    if (__builtin_mul_overflow(total, std::max<int64_t>(s, 1), &total) || total > kMaxTypeElements)
+      fail(fmt::format("expected a type with at most {} elements, found sizes {}", kMaxTypeElements,
+                       shape_str(sizes)));
+  }
+}
+
+}  // namespace
+
+// Recursive descent over SymInt::str's grammar, on tokens: a sign before digits is lexed as
+// part of an Int, so "s0 -1" reads as s0 + (-1).
+SymInt TokenCursor::parse_sym_size(std::string_view what) {
+  const Token& first = peek();
+  auto arithmetic = [&](auto&& fn) {
+    try {
+      return fn();
+    } catch (const Error& e) {
+      // Overflow or a division by the integer 0 while combining the terms.
+      fail_at(first, fmt::format("{} in {}", e.what(), what));
+    }
+  };
+  std::function<SymInt()> sum, product, factor;
+  factor = [&]() -> SymInt {
+    const Token& t = peek();
+    if (t.kind == TokenKind::Int) return parse_int(what);
+    if (accept(TokenKind::LParen)) {
+      SymInt v = sum();
+      expect(TokenKind::RParen, fmt::format("')' in {}", what));
+      return v;
+    }
+    if (is_ident(t, "floordiv") || is_ident(t, "mod")) {
+      bool is_floordiv = t.text == "floordiv";
+      next();
+      expect(TokenKind::LParen, fmt::format("'(' after '{}' in {}", t.text, what));
+      SymInt a = sum();
+      expect(TokenKind::Comma, fmt::format("',' between the operands of '{}' in {}", t.text, what));
+      SymInt b = sum();
+      expect(TokenKind::RParen, fmt::format("')' after the operands of '{}' in {}", t.text, what));
+      return arithmetic([&] { return is_floordiv ? floordiv(a, b) : mod(a, b); });
+    }
+    int64_t id = symbol_id(t);
+    if (id < 0)
+      fail_at(t, fmt::format("expected an integer, a symbol (s0, s1, ...), floordiv, mod or '(' "
+                             "for {}, found {}",
+                             what, describe(t)));
+    next();
+    return SymInt::symbol(id);
+  };
+  product = [&]() -> SymInt {
+    bool negative = false;
+    if (is_operator(peek(), "-")) {
+      next();
+      negative = true;
+    }
+    SymInt v = factor();
+    while (is_operator(peek(), "*")) {
+      next();
+      SymInt f = factor();
+      v = arithmetic([&] { return v * f; });
+    }
+    return negative ? arithmetic([&] { return -v; }) : v;
+  };
+  sum = [&]() -> SymInt {
+    SymInt v = product();
+    while (true) {
+      const Token& t = peek();
+      if (is_operator(t, "+") || is_operator(t, "-")) {
+        bool minus = t.text == "-";
+        next();
+        SymInt p = product();
+        v = arithmetic([&] { return minus ? v - p : v + p; });
+      } else if (t.kind == TokenKind::Int && (t.text[0] == '-' || t.text[0] == '+')) {
+        SymInt p = product();
+        v = arithmetic([&] { return v + p; });
+      } else {
+        return v;
+      }
+    }
+  };
+  return sum();
+}
+
+void TokenCursor::evaluate_symbolic(TensorType& t, const Token& at) const {
+  if (!t.is_symbolic()) return;
+  auto check_symbols = [&](const SymShape& shape) {
+    for (const SymInt& s : shape)
+      for (int64_t id : s.symbols())
+        if (static_cast<size_t>(id) >= hints_.size())
+          fail_at(at, fmt::format("the symbol s{} in the type {} is not declared in the graph's "
+                                  "symbols(...) clause",
+                                  id, t.str()));
+  };
+  check_symbols(t.sym_sizes);
+  check_symbols(t.sym_strides);
+  try {
+    t.evaluate_hints(hints_);
+  } catch (const Error& e) {
+    fail_at(at, fmt::format("the type {} at the symbols' hints: {}", t.str(), e.what()));
+  }
+  check_type_sizes(t.sizes, [&](const std::string& m) {
+    fail_at(at, fmt::format("{} (the type {} at the symbols' hints)", m, t.str()));
+  });
+}
+
 TensorType TokenCursor::parse_type() {
   const Token& dt = peek();
   if (dt.kind != TokenKind::Ident)
@@ -145,26 +269,46 @@ TensorType TokenCursor::parse_type() {
   if (!dtype_from_short_name(dt.text, &t.dtype))
     fail_at(dt, fmt::format("unknown dtype '{}'; expected one of {}", dt.text, kDTypeList));
   next();
-  const Token& sizes_tok = peek();
-  t.sizes = parse_int_list("the sizes of a type");
-  int64_t total = 1;
-  for (int64_t s : t.sizes) {
-    if (s < 0)
-      fail_at(sizes_tok,
-              fmt::format("expected non-negative sizes in a type, found {}", shape_str(t.sizes)));
-    if (__builtin_mul_overflow(total, std::max<int64_t>(s, 1), &total) || total > kMaxTypeElements)
-      fail_at(sizes_tok, fmt::format("expected a type with at most {} elements, found sizes {}",
-                                     kMaxTypeElements, shape_str(t.sizes)));
+  const Token sizes_tok = peek();
+  auto parse_list = [&](std::string_view what) {
+    expect(TokenKind::LBracket, fmt::format("'[' to start {}", what));
+    SymShape out;
+    if (accept(TokenKind::RBracket)) return out;
+    while (true) {
+      out.push_back(parse_sym_size(what));
+      if (accept(TokenKind::Comma)) continue;
+      expect(TokenKind::RBracket, fmt::format("',' or ']' in {}", what));
+      return out;
+    }
+  };
+  SymShape sizes = parse_list("the sizes of a type");
+  if (is_static(sizes)) {
+    t.sizes = expect_ints(sizes, "a type");
+    check_type_sizes(t.sizes, [&](const std::string& m) { fail_at(sizes_tok, m); });
+  } else {
+    t.sym_sizes = std::move(sizes);
   }
+  size_t rank = t.is_symbolic() ? t.sym_sizes.size() : t.sizes.size();
   if (is_ident(peek(), "strided")) {
     next();
     const Token& strides_tok = peek();
-    t.strides = parse_int_list("the strides of a type");
-    if (t.strides.size() != t.sizes.size())
-      fail_at(strides_tok, fmt::format("expected {} strides for sizes {}, found {}", t.sizes.size(),
-                                       shape_str(t.sizes), t.strides.size()));
-    // The printer leaves contiguous strides out, so they are stored as "contiguous" here.
-    if (strides_are_contiguous(t.sizes, t.strides)) t.strides.clear();
+    SymShape strides = parse_list("the strides of a type");
+    if (strides.size() != rank)
+      fail_at(strides_tok, fmt::format("expected {} strides for sizes {}, found {}", rank,
+                                       sym_shape_str(t.symbolic_sizes()), strides.size()));
+    if (t.is_symbolic()) {
+      t.sym_strides = std::move(strides);
+      // The printer leaves contiguous strides out, so they are stored as "contiguous" here.
+      if (t.sym_strides == contiguous_strides(t.sym_sizes)) t.sym_strides.clear();
+    } else {
+      for (const SymInt& s : strides)
+        if (s.is_symbolic())
+          fail_at(strides_tok, fmt::format("expected integer strides for the integer sizes {}, "
+                                           "found {}",
+                                           shape_str(t.sizes), sym_shape_str(strides)));
+      t.strides = expect_ints(strides, "a type");
+      if (strides_are_contiguous(t.sizes, t.strides)) t.strides.clear();
+    }
   }
   const Token& d = peek();
   if (is_ident(d, "cpu") || is_ident(d, "cuda") || is_ident(d, "meta"))
@@ -173,6 +317,7 @@ TensorType TokenCursor::parse_type() {
     next();
     t.requires_grad = true;
   }
+  if (symbols_known_) evaluate_symbolic(t, sizes_tok);
   return t;
 }
 

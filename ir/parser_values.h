@@ -56,8 +56,15 @@ class TokenCursor {
   const Token& expect(TokenKind k, std::string_view what);
   [[noreturn]] void fail_at(const Token& t, const std::string& message) const;
 
-  // DTYPE[d0, ...] [strided[s0, ...]] [device] [requires_grad]
+  // DTYPE[d0, ...] [strided[s0, ...]] [device] [requires_grad]. A size or stride may be
+  // symbolic (2*s0 + 1); such a type's hint values are filled in when symbols_known_ is set,
+  // else by a later evaluate_symbolic (a graph's inputs come before its symbols clause).
   TensorType parse_type();
+  // One size: an integer, or an expression over symbols as SymInt::str prints it.
+  SymInt parse_sym_size(std::string_view what);
+  // Sets the hint values of a symbolic type from hints_, checking them as parse_type checks
+  // integer sizes; errors point at `at`.
+  void evaluate_symbolic(TensorType& t, const Token& at) const;
   Device parse_device(std::string_view what);
   Shape parse_int_list(std::string_view what);
   int64_t parse_int(std::string_view what);
@@ -69,6 +76,11 @@ class TokenCursor {
   Tensor parse_constant_value(const TensorType& type);
   static Tensor empty_meta(const TensorType& type);
   static std::string format_type_of(const TensorType& type);
+
+  // The symbol hints of the graph being read (Graph::symbol_hints), and whether its symbols
+  // clause has been read.
+  std::vector<int64_t> hints_;
+  bool symbols_known_ = true;
 
   std::vector<Token> tokens_;  // never empty: ends with an End token
   size_t pos_ = 0;

@@ -216,7 +216,17 @@ class Printer {
       if (i > 0) out += ", ";
       out += name_of(g.inputs()[i]) + " : " + format_type(g.inputs()[i]->type());
     }
-    out += "):\n";
+    out += ")";
+    // Note [Symbolic types]: the hints follow the inputs that name the symbols.
+    if (!g.symbol_hints().empty()) {
+      out += " symbols(";
+      for (size_t k = 0; k < g.symbol_hints().size(); ++k) {
+        if (k > 0) out += ", ";
+        out += fmt::format("s{} = {}", k, g.symbol_hints()[k]);
+      }
+      out += ")";
+    }
+    out += ":\n";
     for (const Node* n : g.nodes()) {
       if (n->kind() == NodeKind::Param) continue;
       out += pad + "  ";
@@ -293,9 +303,18 @@ std::string normalized_call_site(std::string_view s) {
 
 std::string format_type(const TensorType& t) {
   std::string s(dtype_short_name(t.dtype));
-  s += shape_str(t.sizes);
-  bool strided = !t.strides.empty() && (t.strides.size() != t.sizes.size() ||
-                                        !strides_are_contiguous(t.sizes, t.strides));
+  if (t.is_symbolic()) {
+    s += sym_shape_str(t.sym_sizes);
+    if (!t.sym_strides.empty() && t.sym_strides != contiguous_strides(t.sym_sizes)) {
+      s += " strided";
+      s += sym_shape_str(t.sym_strides);
+    }
+  } else {
+    s += shape_str(t.sizes);
+  }
+  bool strided =
+      !t.is_symbolic() && !t.strides.empty() &&
+      (t.strides.size() != t.sizes.size() || !strides_are_contiguous(t.sizes, t.strides));
   // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on `" " + str()` here.
   if (strided) {
     s += " strided";

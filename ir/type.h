@@ -7,6 +7,7 @@
 #include "kiln/base/device.h"
 #include "kiln/base/dtype.h"
 #include "kiln/base/shape.h"
+#include "kiln/base/sym_int.h"
 
 namespace kiln {
 class Tensor;
@@ -14,10 +15,14 @@ class Tensor;
 
 namespace kiln::ir {
 
-// Note [Static shapes]
-// Sizes are static integers today. Symbolic dims (dynamic shapes) will extend `sizes` with a
-// symbol per dim; code that needs concrete sizes calls `sizes` and should keep going through
-// TensorType so that the extension has one place to land.
+// Note [Symbolic types]
+// A type whose sizes are symbols (Note [Symbolic sizes], base/sym_int.h) keeps them in
+// `sym_sizes` (and its strides, when not contiguous, in `sym_strides`), while `sizes` and
+// `strides` hold their values at the graph's symbol hints (Graph::symbol_hints): the sizes of
+// the call that was traced. Code that only estimates (byte counts for the partition) may read
+// the hints; code whose result depends on the sizes must read the symbols or refuse the graph.
+// Passes that have not been taught symbols are refused by the pass manager on a symbolic graph
+// (PassInfo::symbolic), so a hint never ends up in a kernel by accident.
 struct TensorType {
   DType dtype = kFloat32;
   Device device;
@@ -26,6 +31,10 @@ struct TensorType {
   // verifier, through the view's shape rule) depends on them.
   Shape strides;
   bool requires_grad = false;
+  // Set only when some size is symbolic (Note [Symbolic types]); then as long as `sizes`.
+  SymShape sym_sizes;
+  // Set only for a symbolic type with explicit strides; then as long as `sizes`.
+  SymShape sym_strides;
 
   static TensorType of(const Tensor& t);  // strides are dropped when contiguous
 
@@ -35,7 +44,16 @@ struct TensorType {
   // Explicit strides: the stored ones, or the contiguous ones.
   Shape effective_strides() const;
 
-  // "f32[4, 3]", then " strided[1, 4]", " cuda:0", " requires_grad" when they apply.
+  bool is_symbolic() const { return !sym_sizes.empty(); }
+  // The sizes and explicit strides as symbolic sizes (integers for a static type).
+  SymShape symbolic_sizes() const;
+  SymShape symbolic_strides() const;
+  // Sets `sizes` and `strides` to the symbolic ones' values at `hints` (symbol k's at
+  // hints[k]); throws kiln::Error when a symbol has no hint.
+  void evaluate_hints(std::span<const int64_t> hints);
+
+  // "f32[4, 3]", then " strided[1, 4]", " cuda:0", " requires_grad" when they apply; a symbolic
+  // type prints its symbols: "f32[s0, 3]".
   std::string str() const;
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };

@@ -25,6 +25,8 @@ class Verifier {
       KILN_CHECK(n->owning_graph() == &g_, "verify: {} belongs to another graph", describe(n));
       check_inputs(n, pos);
       check_outputs_uses(n);
+      for (size_t i = 0; i < n->num_outputs(); ++i)
+        check_symbolic_type(n->output(i));
       switch (n->kind()) {
         case NodeKind::Param:
           break;
@@ -156,6 +158,11 @@ class Verifier {
     KILN_CHECK(n->attrs() != nullptr, "verify: {}: missing the {} attributes", describe(n),
                op.attrs_type);
 
+    bool symbolic = std::any_of(n->inputs().begin(), n->inputs().end(),
+                                [](const Value* v) { return v->type().is_symbolic(); });
+    for (size_t i = 0; i < n->num_outputs(); ++i)
+      symbolic = symbolic || n->output(i)->type().is_symbolic();
+
     std::vector<Shape> strides(n->num_inputs());
     std::vector<MetaRef> metas(n->num_inputs());
     for (size_t i = 0; i < n->num_inputs(); ++i) {
@@ -167,6 +174,10 @@ class Verifier {
                    "verify: {}: input {} is on {} but input 0 is on {}", describe(n), i, t.device,
                    metas[0].device);
       }
+    }
+    if (symbolic) {
+      check_symbolic_op(n, metas);
+      return;
     }
     std::vector<OutputGeometry> geoms;
     std::vector<DType> dtypes;
@@ -201,6 +212,81 @@ class Verifier {
     }
   }
 
+  // An op node with a symbolic input or output: the op's rule over symbols must give the
+  // output types exactly, as expressions (Note [Symbolic types]); the dtypes come from the
+  // integer rule at the hints, which sees the same ranks and dtypes.
+  void check_symbolic_op(const Node* n, std::span<const MetaRef> hint_metas) {
+    const OpDef& op = *n->op();
+    KILN_CHECK(op.sym_shape != nullptr,
+               "verify: {}: {} has no shape rule over symbolic sizes yet, and its input types "
+               "({}) or output types are symbolic",
+               describe(n), op.name, input_types(n));
+    std::vector<SymShape> sizes(n->num_inputs()), strides(n->num_inputs());
+    std::vector<SymMetaRef> metas(n->num_inputs());
+    for (size_t i = 0; i < n->num_inputs(); ++i) {
+      const TensorType& t = n->input(i)->type();
+      sizes[i] = t.symbolic_sizes();
+      strides[i] = t.symbolic_strides();
+      metas[i] = SymMetaRef{sizes[i], strides[i], 0, t.dtype, t.device};
+    }
+    std::vector<SymOutputGeometry> geoms;
+    std::vector<DType> dtypes;
+    try {
+      geoms = op.sym_shape(op, metas, n->attrs());
+      for (size_t i = 0; i < geoms.size(); ++i)
+        dtypes.push_back(op.dtype(op, hint_metas, n->attrs(), i));
+    } catch (const Error& e) {
+      KILN_ERROR("verify: {}: the op's shape or dtype rule rejects the input types: {}",
+                 describe(n), e.what());
+    }
+    KILN_CHECK(geoms.size() == n->num_outputs(), "verify: {}: {} has {} output(s), the node {}",
+               describe(n), op.name, geoms.size(), n->num_outputs());
+    Device device = n->num_inputs() == 0 ? op.attr_device(n->attrs()) : metas[0].device;
+    for (size_t i = 0; i < geoms.size(); ++i) {
+      const TensorType& got = n->output(i)->type();
+      SymShape want_strides = contiguous_strides(geoms[i].sizes);
+      if (op.has(kView) && !geoms[i].strides.empty()) {
+        want_strides = geoms[i].strides;
+      } else if (op.has(kInPlace) && i == 0) {
+        want_strides = strides[0];
+      }
+      bool same = got.dtype == dtypes[i] && got.device == device &&
+                  got.symbolic_sizes() == geoms[i].sizes && got.symbolic_strides() == want_strides;
+      KILN_CHECK(same,
+                 "verify: {}: output {} has type {}, but {}'s rules give {} strided{} on {} for "
+                 "inputs ({})",
+                 describe(n), i, got.str(), op.name,
+                 std::string(dtype_short_name(dtypes[i])) + sym_shape_str(geoms[i].sizes),
+                 sym_shape_str(want_strides), device.str(), input_types(n));
+    }
+  }
+
+  // A symbolic type names only declared symbols, and its integer sizes and strides are its
+  // symbols' values at the graph's hints (Note [Symbolic types]).
+  void check_symbolic_type(const Value* v) const {
+    const TensorType& t = v->type();
+    if (!t.is_symbolic()) {
+      KILN_CHECK(t.sym_strides.empty(), "verify: {}: symbolic strides with integer sizes", name(v));
+      return;
+    }
+    const std::vector<int64_t>& hints = g_.symbol_hints();
+    for (const SymShape* shape : {&t.sym_sizes, &t.sym_strides})
+      for (const SymInt& s : *shape)
+        for (int64_t id : s.symbols())
+          KILN_CHECK(static_cast<size_t>(id) < hints.size(),
+                     "verify: {} has type {}, but the graph declares {} symbol(s)", name(v),
+                     t.str(), hints.size());
+    KILN_CHECK(t.sym_strides.empty() || t.sym_strides.size() == t.sym_sizes.size(),
+               "verify: {}: type {} has {} strides for {} sizes", name(v), t.str(),
+               t.sym_strides.size(), t.sym_sizes.size());
+    TensorType at_hints = t;
+    at_hints.evaluate_hints(hints);
+    KILN_CHECK(at_hints.sizes == t.sizes && at_hints.strides == t.strides,
+               "verify: {}: type {} has sizes {} strides {} at the hints, but records {} and {}",
+               name(v), t.str(), shape_str(at_hints.sizes), shape_str(at_hints.strides),
+               shape_str(t.sizes), shape_str(t.strides));
+  }
+
   std::string input_types(const Node* n) const {
     std::string s;
     for (const Value* v : n->inputs()) {
@@ -211,7 +297,8 @@ class Verifier {
   }
 
   static bool same_tensor_meta(const TensorType& a, const TensorType& b) {
-    return a.dtype == b.dtype && a.device == b.device && a.sizes == b.sizes;
+    return a.dtype == b.dtype && a.device == b.device && a.sizes == b.sizes &&
+           a.sym_sizes == b.sym_sizes;
   }
 
   void check_fusion_group(const Node* n) {
