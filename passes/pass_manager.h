@@ -26,6 +26,9 @@ struct PassInfo {
   std::string name;
   std::string summary;  // one line, for `kiln opt --help`
   PassFn run = nullptr;
+  // Whether the pass handles graphs with symbolic sizes (Note [Symbolic types], ir/type.h).
+  // run_passes refuses the others on such a graph rather than let them read the hints.
+  bool symbolic = false;
 };
 
 // The built-in passes, in the order `kiln opt --help` lists them.
@@ -40,7 +43,8 @@ struct PassRunOptions {
 };
 
 // Runs `names` in order. An unknown name throws kiln::Error listing the registered passes; a
-// verifier failure after a pass throws kiln::Error naming that pass.
+// verifier failure after a pass throws kiln::Error naming that pass, and so does a pass without
+// PassInfo::symbolic on a graph with symbolic types.
 void run_passes(ir::Graph& graph, const std::vector<std::string>& names, PassContext& ctx,
                 const PassRunOptions& options = {});
 
