@@ -2,6 +2,8 @@
 // facts a graph assumes about them (s0 >= 2, s1 == s2, mod(s0, 8) == 0).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -82,6 +84,11 @@ SymShape broadcast_shapes(std::string_view op, std::span<const SymInt> a,
                           std::span<const SymInt> b);
 // "[s0, 32]" (torch-style shape text).
 std::string sym_shape_str(std::span<const SymInt> sizes);
+// The same under shape_str's name, so that a rule written over either size type prints its
+// shapes with one call.
+inline std::string shape_str(std::span<const SymInt> sizes) {
+  return sym_shape_str(sizes);
+}
 
 // Reads an expression as str() prints it (and the same with any spacing and parentheses); throws
 // kiln::Error naming the text and the offset of the first character it cannot read.
@@ -102,3 +109,12 @@ struct SymFact {
 SymFact parse_sym_fact(std::string_view text);
 
 }  // namespace kiln
+
+// fmt prints a SymInt as str() does, so that error messages format either size type.
+template <>
+struct fmt::formatter<kiln::SymInt> : fmt::formatter<std::string> {
+  template <class Ctx>
+  auto format(const kiln::SymInt& s, Ctx& ctx) const {
+    return fmt::formatter<std::string>::format(s.str(), ctx);
+  }
+};

@@ -7,24 +7,30 @@
 #include "kiln/runtime/blas.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
 namespace {
 
-std::vector<OutputGeometry> mm_shape(const OpDef& op, std::span<const MetaRef> in, const void*) {
-  const MetaRef &a = in[0], &b = in[1];
+// Over either size type (Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> mm_shape(const OpDef& op, std::span<const Ref> in,
+                                             const void*) {
+  const Ref &a = in[0], &b = in[1];
   KILN_CHECK(a.sizes.size() == 2 && b.sizes.size() == 2,
              "{}: expected 2-D tensors, got shapes {} and {}", op.name, shape_str(a.sizes),
              shape_str(b.sizes));
   KILN_CHECK(a.sizes[1] == b.sizes[0],
              "{}: shapes {} and {} cannot be multiplied (inner dimensions {} and {} differ)",
              op.name, shape_str(a.sizes), shape_str(b.sizes), a.sizes[1], b.sizes[0]);
-  return {OutputGeometry{Shape{a.sizes[0], b.sizes[1]}}};
+  return {rules::GeometryOf<Ref>{{a.sizes[0], b.sizes[1]}}};
 }
 
-std::vector<OutputGeometry> bmm_shape(const OpDef& op, std::span<const MetaRef> in, const void*) {
-  const MetaRef &a = in[0], &b = in[1];
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> bmm_shape(const OpDef& op, std::span<const Ref> in,
+                                              const void*) {
+  const Ref &a = in[0], &b = in[1];
   KILN_CHECK(a.sizes.size() == 3 && b.sizes.size() == 3,
              "{}: expected 3-D tensors, got shapes {} and {}", op.name, shape_str(a.sizes),
              shape_str(b.sizes));
@@ -33,7 +39,7 @@ std::vector<OutputGeometry> bmm_shape(const OpDef& op, std::span<const MetaRef> 
   KILN_CHECK(a.sizes[2] == b.sizes[1],
              "{}: shapes {} and {} cannot be multiplied (inner dimensions {} and {} differ)",
              op.name, shape_str(a.sizes), shape_str(b.sizes), a.sizes[2], b.sizes[1]);
-  return {OutputGeometry{Shape{a.sizes[0], a.sizes[1], b.sizes[2]}}};
+  return {rules::GeometryOf<Ref>{{a.sizes[0], a.sizes[1], b.sizes[2]}}};
 }
 
 DType matmul_dtype(const OpDef& op, std::span<const MetaRef> in, const void*, size_t) {
@@ -125,12 +131,12 @@ void bmm_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const T
 
 void register_linalg_ops(OpTable& table) {
   OpDef& mm = table.add<NoAttrs>("mm", {"self", "mat2"}, 0, "NoAttrs");
-  mm.shape = mm_shape;
+  rules::set_shape_rules(mm, mm_shape<MetaRef>, mm_shape<SymMetaRef>);
   mm.dtype = matmul_dtype;
   mm.compute[static_cast<int>(DispatchKey::CPU)] = mm_kernel;
 
   OpDef& bmm = table.add<NoAttrs>("bmm", {"self", "mat2"}, 0, "NoAttrs");
-  bmm.shape = bmm_shape;
+  rules::set_shape_rules(bmm, bmm_shape<MetaRef>, bmm_shape<SymMetaRef>);
   bmm.dtype = matmul_dtype;
   bmm.compute[static_cast<int>(DispatchKey::CPU)] = bmm_kernel;
 }

@@ -19,6 +19,7 @@
 #include "kiln/runtime/kernels/float_loop_clones.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/reduction_vec.h"
 #include "kiln/runtime/kernels/row_kernels.h"
 #include "kiln/runtime/op_table.h"
@@ -84,11 +85,13 @@ void softmax_rows(const T* x, T* out, int64_t rows, int64_t n) {
   });
 }
 
-std::vector<OutputGeometry> softmax_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                          const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> softmax_shape(const OpDef& op, std::span<const Ref> inputs,
+                                                  const void* attrs) {
   wrap_dim(op.name, attrs_as<SoftmaxAttrs>(attrs).dim,
            static_cast<int64_t>(inputs[0].sizes.size()));
-  return {OutputGeometry{Shape(inputs[0].sizes.begin(), inputs[0].sizes.end())}};
+  return {
+      rules::GeometryOf<Ref>{rules::SizesOf<Ref>(inputs[0].sizes.begin(), inputs[0].sizes.end())}};
 }
 
 DType floating_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
@@ -112,31 +115,36 @@ void softmax_kernel(const OpDef& op, std::span<const Tensor> outputs,
 
 // ---- layer_norm ----
 
-std::vector<OutputGeometry> layer_norm_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                             const void* attrs) {
+// normalized_shape is integers: the normalized dims of a symbolic input must be those integers.
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> layer_norm_shape(const OpDef& op, std::span<const Ref> inputs,
+                                                     const void* attrs) {
   const auto& a = attrs_as<LayerNormAttrs>(attrs);
   size_t expected = 1 + (a.has_weight ? 1 : 0) + (a.has_bias ? 1 : 0);
   KILN_CHECK(inputs.size() == expected,
              "{}: expected {} inputs (has_weight={}, has_bias={}), got {}", op.name, expected,
              a.has_weight, a.has_bias, inputs.size());
-  ShapeRef xs = inputs[0].sizes;
+  const auto& xs = inputs[0].sizes;
   const Shape& ns = a.normalized_shape;
+  auto same = [](int64_t n, const auto& size) { return size == n; };
   KILN_CHECK(!ns.empty(), "{}: normalized_shape must have at least one dim", op.name);
-  bool fits = ns.size() <= xs.size() &&
-              std::equal(ns.begin(), ns.end(), xs.end() - static_cast<std::ptrdiff_t>(ns.size()));
+  bool fits =
+      ns.size() <= xs.size() &&
+      std::equal(ns.begin(), ns.end(), xs.end() - static_cast<std::ptrdiff_t>(ns.size()), same);
   KILN_CHECK(fits,
              "{}: Given normalized_shape={}, expected input with shape [*, {}], but got input of "
              "size {}",
              op.name, shape_str(ns), fmt::join(ns, ", "), shape_str(xs));
   for (size_t i = 1; i < inputs.size(); ++i) {
     const char* what = (i == 1 && a.has_weight) ? "weight" : "bias";
-    KILN_CHECK(std::equal(ns.begin(), ns.end(), inputs[i].sizes.begin(), inputs[i].sizes.end()),
-               "{}: expected {} of shape {} (normalized_shape), but got {}", op.name, what,
-               shape_str(ns), shape_str(inputs[i].sizes));
+    KILN_CHECK(
+        std::equal(ns.begin(), ns.end(), inputs[i].sizes.begin(), inputs[i].sizes.end(), same),
+        "{}: expected {} of shape {} (normalized_shape), but got {}", op.name, what, shape_str(ns),
+        shape_str(inputs[i].sizes));
     KILN_CHECK(is_floating(inputs[i].dtype), "{}: expected a floating point {}, got {}", op.name,
                what, inputs[i].dtype);
   }
-  return {OutputGeometry{Shape(xs.begin(), xs.end())}};
+  return {rules::GeometryOf<Ref>{rules::SizesOf<Ref>(xs.begin(), xs.end())}};
 }
 
 template <class T>
@@ -199,7 +207,7 @@ void layer_norm_kernel(const OpDef&, std::span<const Tensor> outputs,
 void register_nn_ops(OpTable& table) {
   auto softmax_like = [&](const char* name, ComputeKernel kernel) {
     OpDef& op = table.add<SoftmaxAttrs>(name, {"self"}, 0, "SoftmaxAttrs");
-    op.shape = softmax_shape;
+    rules::set_shape_rules(op, softmax_shape<MetaRef>, softmax_shape<SymMetaRef>);
     op.dtype = floating_dtype;
     op.compute[static_cast<int>(DispatchKey::CPU)] = kernel;
   };
@@ -209,7 +217,7 @@ void register_nn_ops(OpTable& table) {
   OpDef& ln =
       table.add<LayerNormAttrs>("layer_norm", {"input", "weight", "bias"}, 0, "LayerNormAttrs");
   ln.variadic = true;  // (input, [weight], [bias]): see LayerNormAttrs
-  ln.shape = layer_norm_shape;
+  rules::set_shape_rules(ln, layer_norm_shape<MetaRef>, layer_norm_shape<SymMetaRef>);
   ln.dtype = floating_dtype;
   ln.compute[static_cast<int>(DispatchKey::CPU)] = layer_norm_kernel;
 

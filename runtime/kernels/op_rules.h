@@ -1,9 +1,36 @@
 // Shape and dtype rules shared by several op families.
 #pragma once
 
+#include <type_traits>
+
 #include "kiln/runtime/op_def.h"
 
 namespace kiln::rules {
+
+// Note [Symbolic sizes] (base/sym_int.h): a shape rule is a template over what it sees of its
+// inputs, MetaRef or SymMetaRef, instantiated once for OpDef::shape and once for
+// OpDef::sym_shape. These name the matching output geometry and size list.
+template <class Ref>
+using GeometryOf =
+    std::conditional_t<std::is_same_v<Ref, MetaRef>, OutputGeometry, SymOutputGeometry>;
+template <class Ref>
+using SizesOf = decltype(GeometryOf<Ref>::sizes);
+template <class Ref>
+using RuleOf = std::vector<GeometryOf<Ref>> (*)(const OpDef&, std::span<const Ref>, const void*);
+
+// Sets op.shape and op.sym_shape to the two instantiations of one rule template.
+inline void set_shape_rules(OpDef& op, RuleOf<MetaRef> shape, RuleOf<SymMetaRef> sym_shape) {
+  op.shape = shape;
+  op.sym_shape = sym_shape;
+}
+
+// Input `x`'s geometry, as a view's rule starts from it.
+template <class Ref>
+GeometryOf<Ref> geometry_of(const Ref& x) {
+  using Sizes = SizesOf<Ref>;
+  return {Sizes(x.sizes.begin(), x.sizes.end()), Sizes(x.strides.begin(), x.strides.end()),
+          x.storage_offset};
+}
 
 // One output with the broadcast of all inputs' shapes.
 std::vector<OutputGeometry> broadcast_shape(const OpDef& op, std::span<const MetaRef> inputs,

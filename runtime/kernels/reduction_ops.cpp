@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kiln/runtime/kernels/exp_sum_vec.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_registry.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"
@@ -28,18 +29,25 @@ std::vector<bool> reduced_mask(const OpDef& op, const Shape& dims, int64_t ndim)
   return mask;
 }
 
-OutputGeometry reduce_geometry(const OpDef& op, ShapeRef sizes, const Shape& dims, bool keepdim) {
-  auto ndim = static_cast<int64_t>(sizes.size());
+// Over either size type (Note [Symbolic sizes]).
+template <class Ref>
+rules::GeometryOf<Ref> reduced_geometry_of(const OpDef& op, const Ref& x, const Shape& dims,
+                                           bool keepdim) {
+  auto ndim = static_cast<int64_t>(x.sizes.size());
   std::vector<bool> mask = reduced_mask(op, dims, ndim);
-  Shape out;
+  rules::SizesOf<Ref> out;
   for (int64_t d = 0; d < ndim; ++d) {
     if (!mask[static_cast<size_t>(d)]) {
-      out.push_back(sizes[d]);
+      out.push_back(x.sizes[d]);
     } else if (keepdim) {
       out.push_back(1);
     }
   }
-  return OutputGeometry{std::move(out)};
+  return {std::move(out)};
+}
+
+OutputGeometry reduce_geometry(const OpDef& op, ShapeRef sizes, const Shape& dims, bool keepdim) {
+  return reduced_geometry_of(op, MetaRef{sizes, {}, 0, kFloat32, kCPU}, dims, keepdim);
 }
 
 ReducePlan plan_reduction(const OpDef& op, const Tensor& x, const Shape& dims) {
@@ -322,16 +330,18 @@ struct LogSumExpReducer {
 
 // ---- rules and kernels ----
 
-std::vector<OutputGeometry> reduce_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                         const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> reduce_shape(const OpDef& op, std::span<const Ref> inputs,
+                                                 const void* attrs) {
   const auto& a = attrs_as<ReduceAttrs>(attrs);
-  return {reduce_geometry(op, inputs[0].sizes, a.dims, a.keepdim)};
+  return {reduced_geometry_of(op, inputs[0], a.dims, a.keepdim)};
 }
 
-std::vector<OutputGeometry> var_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                      const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> var_shape(const OpDef& op, std::span<const Ref> inputs,
+                                              const void* attrs) {
   const auto& a = attrs_as<VarAttrs>(attrs);
-  return {reduce_geometry(op, inputs[0].sizes, a.dims, a.keepdim)};
+  return {reduced_geometry_of(op, inputs[0], a.dims, a.keepdim)};
 }
 
 DType int64_unless_floating(const OpDef&, std::span<const MetaRef> inputs, const void*, size_t) {
@@ -384,7 +394,7 @@ using AminReducer = ExtremumReducer<T, false>;
 
 OpDef& add_reduction(OpTable& table, const char* name, ComputeKernel kernel, DTypeRule dtype) {
   OpDef& op = table.add<ReduceAttrs>(name, {"self"}, kReduction, "ReduceAttrs");
-  op.shape = reduce_shape;
+  rules::set_shape_rules(op, reduce_shape<MetaRef>, reduce_shape<SymMetaRef>);
   op.dtype = dtype;
   op.compute[static_cast<int>(DispatchKey::CPU)] = kernel;
   return op;
@@ -402,7 +412,7 @@ void register_reduction_ops(OpTable& table) {
                 float_or_default_dtype);
 
   OpDef& var = table.add<VarAttrs>("var", {"self"}, kReduction, "VarAttrs");
-  var.shape = var_shape;
+  rules::set_shape_rules(var, var_shape<MetaRef>, var_shape<SymMetaRef>);
   var.dtype = float_only_dtype;
   var.compute[static_cast<int>(DispatchKey::CPU)] = reduce_kernel<VarAttrs, VarReducer>;
 

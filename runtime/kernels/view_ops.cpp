@@ -119,10 +119,12 @@ std::vector<OutputGeometry> expand_shape(const OpDef& op, std::span<const MetaRe
   return {std::move(g)};
 }
 
-std::vector<OutputGeometry> transpose_shape(const OpDef& op, std::span<const MetaRef> in,
-                                            const void* attrs) {
+// The rules below are templates over the size type (rules::GeometryOf, Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> transpose_shape(const OpDef& op, std::span<const Ref> in,
+                                                    const void* attrs) {
   const auto& a = attrs_as<TransposeAttrs>(attrs);
-  OutputGeometry g = geometry(in[0]);
+  auto g = rules::geometry_of(in[0]);
   auto nd = static_cast<int64_t>(g.sizes.size());
   int64_t d0 = wrap_dim(op.name, a.dim0, nd), d1 = wrap_dim(op.name, a.dim1, nd);
   if (nd > 0) {
@@ -132,15 +134,17 @@ std::vector<OutputGeometry> transpose_shape(const OpDef& op, std::span<const Met
   return {std::move(g)};
 }
 
-std::vector<OutputGeometry> permute_shape(const OpDef& op, std::span<const MetaRef> in,
-                                          const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> permute_shape(const OpDef& op, std::span<const Ref> in,
+                                                  const void* attrs) {
+  using Sizes = rules::SizesOf<Ref>;
   const Shape& dims = attrs_as<DimsAttrs>(attrs).dims;
-  const MetaRef& x = in[0];
+  const Ref& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   KILN_CHECK(static_cast<int64_t>(dims.size()) == nd,
              "{}: number of dims {} doesn't match the tensor's {} dims (dims {}, shape {})",
              op.name, dims.size(), nd, shape_str(dims), shape_str(x.sizes));
-  OutputGeometry g{Shape(dims.size()), Shape(dims.size()), x.storage_offset};
+  rules::GeometryOf<Ref> g{Sizes(dims.size()), Sizes(dims.size()), x.storage_offset};
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t d = wrap_dim(op.name, dims[i], nd);
@@ -152,17 +156,19 @@ std::vector<OutputGeometry> permute_shape(const OpDef& op, std::span<const MetaR
   return {std::move(g)};
 }
 
-std::vector<OutputGeometry> squeeze_shape(const OpDef& op, std::span<const MetaRef> in,
-                                          const void* attrs) {
+// A symbolic size is never 1 (Note [Symbolic sizes]), so it is never squeezed.
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> squeeze_shape(const OpDef& op, std::span<const Ref> in,
+                                                  const void* attrs) {
   const Shape& dims = attrs_as<DimsAttrs>(attrs).dims;
-  const MetaRef& x = in[0];
+  const Ref& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   std::vector<bool> drop(x.sizes.size(), dims.empty());
   for (int64_t d : dims) {
     int64_t w = wrap_dim(op.name, d, nd);
     if (nd > 0) drop[w] = true;
   }
-  OutputGeometry g{{}, {}, x.storage_offset};
+  rules::GeometryOf<Ref> g{{}, {}, x.storage_offset};
   for (int64_t d = 0; d < nd; ++d) {
     if (drop[d] && x.sizes[d] == 1) continue;  // as torch: a dim that isn't size 1 stays
     g.sizes.push_back(x.sizes[d]);
@@ -171,13 +177,15 @@ std::vector<OutputGeometry> squeeze_shape(const OpDef& op, std::span<const MetaR
   return {std::move(g)};
 }
 
-std::vector<OutputGeometry> unsqueeze_shape(const OpDef& op, std::span<const MetaRef> in,
-                                            const void* attrs) {
-  const MetaRef& x = in[0];
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> unsqueeze_shape(const OpDef& op, std::span<const Ref> in,
+                                                    const void* attrs) {
+  const Ref& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   int64_t d = wrap_dim(op.name, attrs_as<DimAttrs>(attrs).dim, nd + 1);
-  OutputGeometry g = geometry(x);
-  int64_t stride = d >= nd ? 1 : x.sizes[d] * x.strides[d];
+  using Size = typename rules::SizesOf<Ref>::value_type;
+  auto g = rules::geometry_of(x);
+  Size stride = d >= nd ? Size(1) : x.sizes[d] * x.strides[d];
   g.sizes.insert(g.sizes.begin() + d, 1);
   g.strides.insert(g.strides.begin() + d, stride);
   return {std::move(g)};
@@ -299,10 +307,11 @@ void select_backward_kernel(const OpDef& op, std::span<const Tensor> outputs,
 }
 
 template <class Attrs>
-void def_view(OpTable& table, const char* name, const char* attrs_type, ShapeRule shape) {
+OpDef& def_view(OpTable& table, const char* name, const char* attrs_type, ShapeRule shape) {
   OpDef& op = table.add<Attrs>(name, {"self"}, kView | kRecomputable, attrs_type);
   op.shape = shape;
   op.dtype = rules::same_dtype;
+  return op;
 }
 
 }  // namespace
@@ -310,10 +319,14 @@ void def_view(OpTable& table, const char* name, const char* attrs_type, ShapeRul
 void register_view_ops(OpTable& table) {
   def_view<SizeAttrs>(table, "view", "SizeAttrs", view_shape);
   def_view<SizeAttrs>(table, "expand", "SizeAttrs", expand_shape);
-  def_view<TransposeAttrs>(table, "transpose", "TransposeAttrs", transpose_shape);
-  def_view<DimsAttrs>(table, "permute", "DimsAttrs", permute_shape);
-  def_view<DimsAttrs>(table, "squeeze", "DimsAttrs", squeeze_shape);
-  def_view<DimAttrs>(table, "unsqueeze", "DimAttrs", unsqueeze_shape);
+  rules::set_shape_rules(def_view<TransposeAttrs>(table, "transpose", "TransposeAttrs", nullptr),
+                         transpose_shape<MetaRef>, transpose_shape<SymMetaRef>);
+  rules::set_shape_rules(def_view<DimsAttrs>(table, "permute", "DimsAttrs", nullptr),
+                         permute_shape<MetaRef>, permute_shape<SymMetaRef>);
+  rules::set_shape_rules(def_view<DimsAttrs>(table, "squeeze", "DimsAttrs", nullptr),
+                         squeeze_shape<MetaRef>, squeeze_shape<SymMetaRef>);
+  rules::set_shape_rules(def_view<DimAttrs>(table, "unsqueeze", "DimAttrs", nullptr),
+                         unsqueeze_shape<MetaRef>, unsqueeze_shape<SymMetaRef>);
   def_view<SliceAttrs>(table, "slice", "SliceAttrs", slice_shape);
   def_view<SelectAttrs>(table, "select", "SelectAttrs", select_shape);
 
