@@ -299,13 +299,12 @@ TensorType TokenCursor::parse_type() {
     if (t.is_symbolic()) {
       t.sym_strides = std::move(strides);
       // The printer leaves contiguous strides out, so they are stored as "contiguous" here.
-      if (t.sym_strides == contiguous_strides(t.sym_sizes)) t.sym_strides.clear();
+      if (symbolic_strides_are_contiguous(t.sym_sizes, t.sym_strides)) t.sym_strides.clear();
+    } else if (!is_static(strides)) {
+      // Integer sizes with symbolic strides (a row of a symbolic matrix): a symbolic type.
+      t.sym_sizes = to_sym_shape(t.sizes);
+      t.sym_strides = std::move(strides);
     } else {
-      for (const SymInt& s : strides)
-        if (s.is_symbolic())
-          fail_at(strides_tok, fmt::format("expected integer strides for the integer sizes {}, "
-                                           "found {}",
-                                           shape_str(t.sizes), sym_shape_str(strides)));
       t.strides = expect_ints(strides, "a type");
       if (strides_are_contiguous(t.sizes, t.strides)) t.strides.clear();
     }

@@ -305,7 +305,7 @@ std::string format_type(const TensorType& t) {
   std::string s(dtype_short_name(t.dtype));
   if (t.is_symbolic()) {
     s += sym_shape_str(t.sym_sizes);
-    if (!t.sym_strides.empty() && t.sym_strides != contiguous_strides(t.sym_sizes)) {
+    if (!t.sym_strides.empty() && !symbolic_strides_are_contiguous(t.sym_sizes, t.sym_strides)) {
       s += " strided";
       s += sym_shape_str(t.sym_strides);
     }

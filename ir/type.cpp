@@ -28,6 +28,18 @@ SymShape TensorType::symbolic_strides() const {
   return contiguous_strides(sym_sizes);
 }
 
+bool symbolic_strides_are_contiguous(std::span<const SymInt> sizes,
+                                     std::span<const SymInt> strides) {
+  if (sizes.size() != strides.size()) return false;
+  SymInt running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == SymInt(1)) continue;
+    if (!(strides[i] == running)) return false;
+    running = running * sizes[i];
+  }
+  return true;
+}
+
 void TensorType::evaluate_hints(std::span<const int64_t> hints) {
   if (!is_symbolic()) return;
   sizes.resize(sym_sizes.size());

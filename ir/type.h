@@ -58,6 +58,11 @@ struct TensorType {
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 
+// Whether `strides` are the row-major ones for `sizes`, ignoring the strides of size-1 dims (as
+// strides_are_contiguous does for integers): a symbolic type stores no strides then.
+bool symbolic_strides_are_contiguous(std::span<const SymInt> sizes,
+                                     std::span<const SymInt> strides);
+
 // The short dtype names of the text format (base/dtype.h), under the IR's namespace too.
 using kiln::dtype_from_short_name;
 using kiln::dtype_short_name;

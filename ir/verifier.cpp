@@ -1,5 +1,6 @@
 #include "kiln/ir/verifier.h"
 
+#include "kiln/ir/infer_types.h"
 #include "kiln/ir/printer.h"
 
 #include <fmt/ranges.h>
@@ -158,106 +159,32 @@ class Verifier {
     KILN_CHECK(n->attrs() != nullptr, "verify: {}: missing the {} attributes", describe(n),
                op.attrs_type);
 
-    bool symbolic = std::any_of(n->inputs().begin(), n->inputs().end(),
-                                [](const Value* v) { return v->type().is_symbolic(); });
-    for (size_t i = 0; i < n->num_outputs(); ++i)
-      symbolic = symbolic || n->output(i)->type().is_symbolic();
-
-    std::vector<Shape> strides(n->num_inputs());
-    std::vector<MetaRef> metas(n->num_inputs());
+    std::vector<TensorType> inputs;
     for (size_t i = 0; i < n->num_inputs(); ++i) {
       const TensorType& t = n->input(i)->type();
-      strides[i] = t.effective_strides();
-      metas[i] = MetaRef{t.sizes, strides[i], 0, t.dtype, t.device};
+      inputs.push_back(t);
       if (i > 0) {
-        KILN_CHECK(t.device == metas[0].device,
+        KILN_CHECK(t.device == inputs[0].device,
                    "verify: {}: input {} is on {} but input 0 is on {}", describe(n), i, t.device,
-                   metas[0].device);
+                   inputs[0].device);
       }
     }
-    if (symbolic) {
-      check_symbolic_op(n, metas);
-      return;
-    }
-    std::vector<OutputGeometry> geoms;
-    std::vector<DType> dtypes;
+    std::vector<TensorType> expected;
     try {
-      geoms = op.shape(op, metas, n->attrs());
-      for (size_t i = 0; i < geoms.size(); ++i)
-        dtypes.push_back(op.dtype(op, metas, n->attrs(), i));
+      expected = infer_op_types(op, inputs, n->attrs(), g_.symbol_hints());
     } catch (const Error& e) {
       KILN_ERROR("verify: {}: the op's shape or dtype rule rejects the input types: {}",
                  describe(n), e.what());
     }
-    KILN_CHECK(geoms.size() == n->num_outputs(), "verify: {}: {} has {} output(s), the node {}",
-               describe(n), op.name, geoms.size(), n->num_outputs());
-    Device device = n->num_inputs() == 0 ? op.attr_device(n->attrs()) : metas[0].device;
-    for (size_t i = 0; i < geoms.size(); ++i) {
-      TensorType expect;
-      expect.dtype = dtypes[i];
-      expect.device = device;
-      expect.sizes = geoms[i].sizes;
-      if (op.has(kView)) {
-        if (!strides_are_contiguous(expect.sizes, geoms[i].strides)) {
-          expect.strides = geoms[i].strides;
-        }
-      } else if (op.has(kInPlace) && i == 0) {
-        expect.strides = n->input(0)->type().strides;
-      }
+    KILN_CHECK(expected.size() == n->num_outputs(), "verify: {}: {} has {} output(s), the node {}",
+               describe(n), op.name, expected.size(), n->num_outputs());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      TensorType& expect = expected[i];
       const TensorType& got = n->output(i)->type();
       expect.requires_grad = got.requires_grad;  // autograd state, not a rule of the op
       KILN_CHECK(got == expect,
                  "verify: {}: output {} has type {}, but {}'s rules give {} for inputs ({})",
                  describe(n), i, got.str(), op.name, expect.str(), input_types(n));
-    }
-  }
-
-  // An op node with a symbolic input or output: the op's rule over symbols must give the
-  // output types exactly, as expressions (Note [Symbolic types]); the dtypes come from the
-  // integer rule at the hints, which sees the same ranks and dtypes.
-  void check_symbolic_op(const Node* n, std::span<const MetaRef> hint_metas) {
-    const OpDef& op = *n->op();
-    KILN_CHECK(op.sym_shape != nullptr,
-               "verify: {}: {} has no shape rule over symbolic sizes yet, and its input types "
-               "({}) or output types are symbolic",
-               describe(n), op.name, input_types(n));
-    std::vector<SymShape> sizes(n->num_inputs()), strides(n->num_inputs());
-    std::vector<SymMetaRef> metas(n->num_inputs());
-    for (size_t i = 0; i < n->num_inputs(); ++i) {
-      const TensorType& t = n->input(i)->type();
-      sizes[i] = t.symbolic_sizes();
-      strides[i] = t.symbolic_strides();
-      metas[i] = SymMetaRef{sizes[i], strides[i], 0, t.dtype, t.device};
-    }
-    std::vector<SymOutputGeometry> geoms;
-    std::vector<DType> dtypes;
-    try {
-      geoms = op.sym_shape(op, metas, n->attrs());
-      for (size_t i = 0; i < geoms.size(); ++i)
-        dtypes.push_back(op.dtype(op, hint_metas, n->attrs(), i));
-    } catch (const Error& e) {
-      KILN_ERROR("verify: {}: the op's shape or dtype rule rejects the input types: {}",
-                 describe(n), e.what());
-    }
-    KILN_CHECK(geoms.size() == n->num_outputs(), "verify: {}: {} has {} output(s), the node {}",
-               describe(n), op.name, geoms.size(), n->num_outputs());
-    Device device = n->num_inputs() == 0 ? op.attr_device(n->attrs()) : metas[0].device;
-    for (size_t i = 0; i < geoms.size(); ++i) {
-      const TensorType& got = n->output(i)->type();
-      SymShape want_strides = contiguous_strides(geoms[i].sizes);
-      if (op.has(kView) && !geoms[i].strides.empty()) {
-        want_strides = geoms[i].strides;
-      } else if (op.has(kInPlace) && i == 0) {
-        want_strides = strides[0];
-      }
-      bool same = got.dtype == dtypes[i] && got.device == device &&
-                  got.symbolic_sizes() == geoms[i].sizes && got.symbolic_strides() == want_strides;
-      KILN_CHECK(same,
-                 "verify: {}: output {} has type {}, but {}'s rules give {} strided{} on {} for "
-                 "inputs ({})",
-                 describe(n), i, got.str(), op.name,
-                 std::string(dtype_short_name(dtypes[i])) + sym_shape_str(geoms[i].sizes),
-                 sym_shape_str(want_strides), device.str(), input_types(n));
     }
   }
 

@@ -107,7 +107,7 @@ const std::vector<PassInfo>& all_passes() {
       {"constant_fold", "evaluate ops on constants once and store the result (up to 64 KiB)",
        constant_fold_pass},
       {"propagate_types", "recompute op outputs' shapes, dtypes and requires_grad from inputs",
-       propagate_types_pass},
+       propagate_types_pass, true},
       {"canonicalize_views", "collapse view chains to one op, drop identity views, fix strides",
        canonicalize_views_pass},
       {"fuse", "group pointwise ops and reductions into prim.fusion_group nodes, one kernel each",

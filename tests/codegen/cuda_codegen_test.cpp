@@ -87,6 +87,8 @@ TEST_F(CudaCodegen, EveryKernelOfTheFusionCorpusCompilesToPtx) {
     const fs::path& p = entry.path();
     std::string name = p.filename().string();
     if (p.extension() != ".ir" || name.find(".expected.") != std::string::npos) continue;
+    // A golden test that expects kiln opt to fail (NAME.error) has no kernels to compile.
+    if (fs::exists(fs::path(p).replace_extension(".error"))) continue;
     std::string text = read_file(p);
     if (text.rfind("# passes:", 0) != 0 ||
         text.substr(0, text.find('\n')).find("fuse") == std::string::npos)

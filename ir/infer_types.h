@@ -1,0 +1,28 @@
+// The output types the op table gives an op node: what the verifier checks and what
+// propagate_types (passes/) recomputes, for integer and symbolic sizes alike.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "kiln/ir/type.h"
+#include "kiln/runtime/op_def.h"
+
+namespace kiln::ir {
+
+// The output types that the op table gives `op` for inputs of types `inputs` and attributes
+// `attrs`: the shape rule's sizes, the dtype rule's dtype, the device of input 0 (of the
+// attributes for a factory), the rule's strides for a view (empty when they are the contiguous
+// ones), input 0's strides for output 0 of an in-place op and contiguous otherwise.
+// requires_grad follows the autograd kernel with grad mode on: an output of a differentiable op
+// requires grad when any input does and the output is floating point; output 0 of an in-place op
+// also keeps input 0's flag. Throws kiln::Error when the rules reject the inputs or the inputs
+// are on different devices.
+//
+// When an input type is symbolic (Note [Symbolic types]) the sizes come from the op's rule over
+// symbols (OpDef::sym_shape; an op without one throws), the dtypes from its integer rules at the
+// hints, and each output's integer sizes are its symbols' values at `hints` (the graph's).
+std::vector<TensorType> infer_op_types(const OpDef& op, std::span<const TensorType> inputs,
+                                       const void* attrs, std::span<const int64_t> hints = {});
+
+}  // namespace kiln::ir
