@@ -314,6 +314,8 @@ struct SymInt::Node {
   Poly poly;
 };
 
+static const Atom* single_atom(const std::shared_ptr<const SymInt::Node>& node);
+
 struct SymIntAccess {
   static Poly poly(const SymInt& s) { return s.node_ ? s.node_->poly : constant(s.value_); }
   static SymInt make(Poly p) {
@@ -323,6 +325,13 @@ struct SymIntAccess {
     return s;
   }
 };
+
+static const Atom* single_atom(const std::shared_ptr<const SymInt::Node>& node) {
+  if (node == nullptr || node->poly.terms.size() != 1) return nullptr;
+  const sym_detail::Term& t = node->poly.terms[0];
+  if (t.coeff != 1 || t.factors.size() != 1) return nullptr;
+  return t.factors[0].get();
+}
 
 SymInt SymInt::symbol(int64_t id) {
   KILN_CHECK(id >= 0, "symbolic size: symbol ids are non-negative, got {}", id);
@@ -386,6 +395,30 @@ std::vector<int64_t> SymInt::symbols() const {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+std::vector<SymTerm> SymInt::terms() const {
+  std::vector<SymTerm> out;
+  for (const sym_detail::Term& t : SymIntAccess::poly(*this).terms) {
+    SymTerm term{t.coeff, {}};
+    for (const AtomPtr& f : t.factors)
+      term.factors.push_back(SymIntAccess::make(Poly{{sym_detail::Term{{f}, 1}}}));
+    out.push_back(std::move(term));
+  }
+  return out;
+}
+
+std::optional<int64_t> SymInt::symbol_id() const {
+  const Atom* a = single_atom(node_);
+  if (a == nullptr || a->kind != Atom::Kind::kSymbol) return std::nullopt;
+  return a->id;
+}
+
+std::optional<SymDivision> SymInt::division() const {
+  const Atom* a = single_atom(node_);
+  if (a == nullptr || a->kind == Atom::Kind::kSymbol) return std::nullopt;
+  return SymDivision{a->kind == Atom::Kind::kMod, SymIntAccess::make(a->num),
+                     SymIntAccess::make(a->den)};
 }
 
 std::string SymInt::str() const {

@@ -25,6 +25,9 @@ namespace kiln {
 // expressions (s1 == s2) are SymFacts, which a graph lists and a plan checks before reuse.
 // Sizes 0 and 1 never become symbols (broadcasting depends on them), so every symbol is at
 // least 2.
+struct SymTerm;
+struct SymDivision;
+
 class SymInt {
  public:
   struct Node;
@@ -63,10 +66,27 @@ class SymInt {
   // "32*s0*s1 + 1", "floordiv(s0 - 1, 2) + 1"; parse_sym_int reads it back.
   std::string str() const;
 
+  // The canonical form, for code that translates it (the kernel lowering): a sum of terms, each
+  // a coefficient times factors, where each factor is an atom: a symbol, or a floordiv or mod
+  // that did not simplify. An integer is one term without factors (none for 0).
+  std::vector<SymTerm> terms() const;
+  // For an atom: s<k>'s k; or the operands of floordiv(num, den) and mod(num, den).
+  std::optional<int64_t> symbol_id() const;
+  std::optional<SymDivision> division() const;
+
  private:
   int64_t value_ = 0;
   std::shared_ptr<const Node> node_;  // null: the integer value_
   friend struct SymIntAccess;
+};
+
+struct SymTerm {
+  int64_t coeff = 0;
+  std::vector<SymInt> factors;  // atoms
+};
+struct SymDivision {
+  bool is_mod = false;  // mod(num, den); else floordiv(num, den)
+  SymInt num, den;
 };
 
 using SymShape = std::vector<SymInt>;

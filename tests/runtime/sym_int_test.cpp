@@ -170,6 +170,46 @@ TEST(SymInt, EvaluatesAsIntegerArithmetic) {
   EXPECT_GT(checked, 10000);
 }
 
+// terms(), symbol_id() and division() describe the canonical form; rebuilding an expression
+// from them gives it back.
+TEST(SymInt, StructureRebuildsTheExpression) {
+  SymInt e = 2 * s0 * s1 + floordiv(s0 + 1, SymInt(2)) - 3;
+  std::function<SymInt(const SymInt&)> rebuild = [&](const SymInt& x) -> SymInt {
+    if (!x.is_symbolic()) return x;
+    SymInt sum = 0;
+    for (const SymTerm& t : x.terms()) {
+      SymInt prod = t.coeff;
+      for (const SymInt& f : t.factors) {
+        if (std::optional<int64_t> id = f.symbol_id()) {
+          prod = prod * SymInt::symbol(*id);
+        } else {
+          SymDivision d = f.division().value();
+          SymInt n = rebuild(d.num), q = rebuild(d.den);
+          prod = prod * (d.is_mod ? mod(n, q) : floordiv(n, q));
+        }
+      }
+      sum = sum + prod;
+    }
+    return sum;
+  };
+  EXPECT_EQ(rebuild(e), e);
+  std::vector<SymTerm> terms = e.terms();
+  ASSERT_EQ(terms.size(), 3u);
+  EXPECT_EQ(terms[0].coeff, 2);
+  EXPECT_EQ(terms[0].factors, (std::vector<SymInt>{s0, s1}));
+  EXPECT_EQ(terms[2].coeff, -3);
+  EXPECT_TRUE(terms[2].factors.empty());
+  EXPECT_EQ(s1.symbol_id(), 1);
+  EXPECT_FALSE((2 * s1).symbol_id().has_value());
+  EXPECT_FALSE(s1.division().has_value());
+  SymDivision d = mod(s0 + s1, s2).division().value();
+  EXPECT_TRUE(d.is_mod);
+  EXPECT_EQ(d.num, s0 + s1);
+  EXPECT_EQ(d.den, s2);
+  EXPECT_TRUE(SymInt(0).terms().empty());
+  EXPECT_EQ(SymInt(7).terms().size(), 1u);
+}
+
 TEST(SymFact, PrintsParsesAndHolds) {
   SymFact f = parse_sym_fact("mod(s0, 8) == 0");
   EXPECT_EQ(f.str(), "mod(s0, 8) == 0");
