@@ -259,8 +259,26 @@ class Fuser {
   }
 
   void merge_horizontally() {
-    // Only groups over the same space can merge: bucket them by it.
-    std::map<std::pair<Shape, std::vector<bool>>, std::vector<int>> buckets;
+    // Only groups over the same space can merge: bucket them by it, integer spaces in numeric
+    // order (symbolic sizes after integers, by their text).
+    struct SpaceOrder {
+      static int cmp(const SymInt& a, const SymInt& b) {
+        if (!a.is_symbolic() && !b.is_symbolic()) {
+          int64_t x = *a.maybe_int(), y = *b.maybe_int();
+          return x < y ? -1 : (x > y ? 1 : 0);
+        }
+        if (a.is_symbolic() != b.is_symbolic()) return a.is_symbolic() ? 1 : -1;
+        return a.str().compare(b.str());
+      }
+      bool operator()(const std::pair<SymShape, std::vector<bool>>& a,
+                      const std::pair<SymShape, std::vector<bool>>& b) const {
+        for (size_t i = 0; i < std::min(a.first.size(), b.first.size()); ++i)
+          if (int c = cmp(a.first[i], b.first[i])) return c < 0;
+        if (a.first.size() != b.first.size()) return a.first.size() < b.first.size();
+        return a.second < b.second;
+      }
+    };
+    std::map<std::pair<SymShape, std::vector<bool>>, std::vector<int>, SpaceOrder> buckets;
     for (size_t i = 0; i < groups_.size(); ++i) {
       if (groups_[i].empty()) continue;
       std::vector<const ir::Node*> ordered(groups_[i].begin(), groups_[i].end());
@@ -300,6 +318,7 @@ class Fuser {
             outputs.push_back(v);
       }
       auto sub = std::make_shared<ir::Graph>();
+      sub->set_symbol_hints(g_.symbol_hints());
       std::unordered_map<const ir::Value*, ir::Value*> map;
       for (ir::Value* u : inputs)
         map[u] = sub->add_input(u->type());

@@ -21,15 +21,15 @@ std::vector<bool> reduced_mask(const ir::Node& node) {
 
 // Sizes without their leading 1s: two values whose sizes agree this way list their elements in
 // the same row-major order.
-ShapeRef strip_leading_ones(const Shape& s) {
+std::span<const SymInt> strip_leading_ones(const SymShape& s) {
   size_t i = 0;
-  while (i < s.size() && s[i] == 1)
+  while (i < s.size() && s[i] == SymInt(1))
     ++i;
-  return ShapeRef(s).subspan(i);
+  return std::span<const SymInt>(s).subspan(i);
 }
 
-bool same_order(const Shape& a, const Shape& b) {
-  ShapeRef x = strip_leading_ones(a), y = strip_leading_ones(b);
+bool same_order(const SymShape& a, const SymShape& b) {
+  std::span<const SymInt> x = strip_leading_ones(a), y = strip_leading_ones(b);
   return std::equal(x.begin(), x.end(), y.begin(), y.end());
 }
 
@@ -38,16 +38,42 @@ bool is_reshape_view(const ir::Node& node) {
   return node.is_op("view") || node.is_op("unsqueeze") || node.is_op("squeeze");
 }
 
+SymInt product(const SymShape& sizes) {
+  SymInt n = 1;
+  for (const SymInt& s : sizes)
+    n = n * s;
+  return n;
+}
+
+// View `n`'s geometry over `base`: the op's integer rule when everything is an integer, else its
+// rule over symbols; nullopt when the op has none.
+std::optional<ExtViewGeometry> compose_view(const ir::Node& n, const ExtViewGeometry& base) {
+  const OpDef& op = *n.op();
+  const ir::TensorType& in = n.input(0)->type();
+  bool integers = is_static(base.sizes) && is_static(base.strides) && !base.offset.is_symbolic();
+  if (integers) {
+    Shape sizes = expect_ints(base.sizes, op.name), strides = expect_ints(base.strides, op.name);
+    MetaRef meta{sizes, strides, base.offset.expect_int(op.name), in.dtype, in.device};
+    OutputGeometry g = op.shape(op, std::span(&meta, 1), n.attrs()).at(0);
+    return ExtViewGeometry{base.root, to_sym_shape(g.sizes), to_sym_shape(g.strides),
+                           g.storage_offset};
+  }
+  if (op.sym_shape == nullptr) return std::nullopt;
+  SymMetaRef meta{base.sizes, base.strides, base.offset, in.dtype, in.device};
+  SymOutputGeometry g = op.sym_shape(op, std::span(&meta, 1), n.attrs()).at(0);
+  return ExtViewGeometry{base.root, std::move(g.sizes), std::move(g.strides), g.storage_offset};
+}
+
 // May a Full value of sizes `out` (== space.full) read the Kept value of sizes `in` by
 // broadcasting? Only when the broadcast runs along exactly the reduced dims.
-bool kept_broadcast_ok(const GroupSpace& space, const Shape& in) {
-  const Shape& full = space.full;
+bool kept_broadcast_ok(const GroupSpace& space, const SymShape& in) {
+  const SymShape& full = space.full;
   if (in.size() > full.size()) return false;
   size_t lead = full.size() - in.size();
   for (size_t d = 0; d < full.size(); ++d) {
-    int64_t s = d < lead ? 1 : in[d - lead];
-    if (full[d] == 1) continue;
-    if (space.reduced[d] ? s != 1 : s != full[d]) return false;
+    SymInt s = d < lead ? SymInt(1) : in[d - lead];
+    if (full[d] == SymInt(1)) continue;
+    if (space.reduced[d] ? !(s == SymInt(1)) : !(s == full[d])) return false;
   }
   return true;
 }
@@ -76,7 +102,7 @@ class Analyzer {
     bool have = false;
     for (const ir::Node* n : members) {
       if (!is_fusible_reduction(*n)) continue;
-      Shape full = n->input(0)->type().sizes;
+      SymShape full = n->input(0)->type().symbolic_sizes();
       std::vector<bool> mask = reduced_mask(*n);
       if (!have) {
         a_.space = GroupSpace{full, mask};
@@ -87,12 +113,15 @@ class Analyzer {
       }
     }
     if (have) return true;
-    // A pointwise group: the space is its largest member's sizes.
+    // A pointwise group: the space is its largest member's sizes (compared at the hints; a
+    // wrong pick only makes classify refuse the group).
+    int64_t largest = 0;
     for (const ir::Node* n : members) {
       if (n->op() == nullptr || n->op()->has(kView)) continue;
-      const Shape& s = n->output(0)->type().sizes;
-      if (!have || shape_numel(s) > shape_numel(a_.space.full)) {
-        a_.space.full = s;
+      const ir::TensorType& t = n->output(0)->type();
+      if (!have || t.numel() > largest) {
+        a_.space.full = t.symbolic_sizes();
+        largest = t.numel();
         have = true;
       }
     }
@@ -116,27 +145,26 @@ class Analyzer {
       if (r) {
         base = a_.views.at(in);
       } else {
-        base = {in, in->type().sizes, in->type().effective_strides(), 0};
+        base = {in, in->type().symbolic_sizes(), in->type().symbolic_strides(), 0};
       }
-      MetaRef meta{base.sizes, base.strides, base.offset, in->type().dtype, in->type().device};
-      std::vector<OutputGeometry> g = n.op()->shape(*n.op(), std::span(&meta, 1), n.attrs());
-      a_.views[out] =
-          ExtViewGeometry{base.root, g.at(0).sizes, g.at(0).strides, g.at(0).storage_offset};
+      std::optional<ExtViewGeometry> g = compose_view(n, base);
+      if (!g) return fail(n.kind_name() + " has no shape rule over symbolic sizes yet");
+      a_.views[out] = std::move(*g);
       a_.roles[out] = SpaceRole::ExtView;
       return true;
     }
-    int64_t in_numel = in->type().numel(), out_numel = out->type().numel();
-    if (is_reshape_view(n) && in_numel == out_numel) {
+    if (is_reshape_view(n) && symbolic_numel(in->type()) == symbolic_numel(out->type())) {
       a_.roles[out] = *r;
       return true;
     }
     if (n.is_op("expand")) {
-      if (*r == SpaceRole::Full && in->type().sizes == out->type().sizes) {
+      SymShape in_sizes = in->type().symbolic_sizes(), out_sizes = out->type().symbolic_sizes();
+      if (*r == SpaceRole::Full && in_sizes == out_sizes) {
         a_.roles[out] = SpaceRole::Full;
         return true;
       }
-      if (*r == SpaceRole::Kept && out->type().sizes == a_.space.full &&
-          kept_broadcast_ok(a_.space, in->type().sizes)) {
+      if (*r == SpaceRole::Kept && out_sizes == a_.space.full &&
+          kept_broadcast_ok(a_.space, in_sizes)) {
         a_.roles[out] = SpaceRole::Full;
         return true;
       }
@@ -149,7 +177,7 @@ class Analyzer {
     const ir::Value* in = n.input(0);
     std::optional<SpaceRole> r = role_of(in);
     if (r == SpaceRole::Kept) return fail(n.kind_name() + " of a reduced value");
-    const Shape& sizes = r == SpaceRole::ExtView ? a_.views.at(in).sizes : in->type().sizes;
+    SymShape sizes = r == SpaceRole::ExtView ? a_.views.at(in).sizes : in->type().symbolic_sizes();
     if (sizes != a_.space.full)
       return fail(fmt::format("{} reads sizes {}, the group iterates over {}", n.kind_name(),
                               shape_str(sizes), shape_str(a_.space.full)));
@@ -159,31 +187,32 @@ class Analyzer {
 
   bool classify_pointwise(const ir::Node& n) {
     const ir::Value* out = n.output(0);
-    int64_t numel = out->type().numel();
+    SymInt numel = symbolic_numel(out->type());
+    SymShape out_sizes = out->type().symbolic_sizes();
     SpaceRole role;
-    if (numel == shape_numel(a_.space.full)) {
+    if (numel == product(a_.space.full)) {
       role = SpaceRole::Full;
-    } else if (a_.space.has_reduction() && numel == shape_numel(a_.space.kept_keepdim())) {
+    } else if (a_.space.has_reduction() && numel == product(a_.space.kept_keepdim())) {
       role = SpaceRole::Kept;
     } else {
       return fail(fmt::format("{} has sizes {}, outside the group's space {}", n.kind_name(),
-                              shape_str(out->type().sizes), shape_str(a_.space.full)));
+                              shape_str(out_sizes), shape_str(a_.space.full)));
     }
-    if (role == SpaceRole::Full && out->type().sizes != a_.space.full &&
-        !same_order(out->type().sizes, a_.space.full))
+    if (role == SpaceRole::Full && out_sizes != a_.space.full &&
+        !same_order(out_sizes, a_.space.full))
       return fail(fmt::format("{} has sizes {}, a reshape of the group's space {}", n.kind_name(),
-                              shape_str(out->type().sizes), shape_str(a_.space.full)));
+                              shape_str(out_sizes), shape_str(a_.space.full)));
     for (const ir::Value* in : n.inputs()) {
       std::optional<SpaceRole> r = role_of(in);
       if (!r || *r == SpaceRole::ExtView) continue;
-      const Shape& s = in->type().sizes;
+      SymShape s = in->type().symbolic_sizes();
       if (*r == role) {
-        if (!same_order(s, out->type().sizes))
+        if (!same_order(s, out_sizes))
           return fail(fmt::format("{} broadcasts a value computed in the group ({} to {})",
-                                  n.kind_name(), shape_str(s), shape_str(out->type().sizes)));
+                                  n.kind_name(), shape_str(s), shape_str(out_sizes)));
         continue;
       }
-      if (*r == SpaceRole::Kept && role == SpaceRole::Full && out->type().sizes == a_.space.full &&
+      if (*r == SpaceRole::Kept && role == SpaceRole::Full && out_sizes == a_.space.full &&
           kept_broadcast_ok(a_.space, s))
         continue;
       return fail(
@@ -215,18 +244,22 @@ bool GroupSpace::has_reduction() const {
   return std::find(reduced.begin(), reduced.end(), true) != reduced.end();
 }
 
-Shape GroupSpace::kept_keepdim() const {
-  Shape s = full;
+SymShape GroupSpace::kept_keepdim() const {
+  SymShape s = full;
   for (size_t d = 0; d < s.size(); ++d)
     if (reduced[d]) s[d] = 1;
   return s;
 }
 
-int64_t GroupSpace::reduced_numel() const {
-  int64_t n = 1;
+SymInt GroupSpace::reduced_numel() const {
+  SymInt n = 1;
   for (size_t d = 0; d < full.size(); ++d)
-    if (reduced[d]) n *= full[d];
+    if (reduced[d]) n = n * full[d];
   return n;
+}
+
+SymInt symbolic_numel(const ir::TensorType& t) {
+  return t.is_symbolic() ? product(t.sym_sizes) : SymInt(t.numel());
 }
 
 bool is_fusible_reduction(const ir::Node& node) {
@@ -241,15 +274,16 @@ bool is_fusible_reduction(const ir::Node& node) {
   // Counting (a sum of a mask, as amax's backward takes) accumulates exactly in int64.
   bool counting = node.is_op("sum") && !is_floating(in.dtype) && out.dtype == kInt64;
   if (!floating && !counting) return false;
-  if (in.numel() == 0 || out.numel() == in.numel()) return false;
+  if (symbolic_numel(in) == SymInt(0) || symbolic_numel(out) == symbolic_numel(in)) return false;
   // A reduction over outer dims (a column sum, as a bias gradient takes) stays an eager op: the
   // lowering nests the reduced loop innermost, so its loads would stride across rows, with no
   // vector loads and its producers evaluated a column at a time; the eager kernel vectorizes
   // across the kept inner dims instead, and its pointwise producers fuse on their own.
   std::vector<bool> reduced = reduced_mask(node);
   bool reduced_outside = false;
+  SymShape in_sizes = in.symbolic_sizes();
   for (size_t d = 0; d < reduced.size(); ++d) {
-    if (in.sizes[d] == 1) continue;
+    if (in_sizes[d] == SymInt(1)) continue;
     if (reduced[d])
       reduced_outside = true;
     else if (reduced_outside)
@@ -260,7 +294,7 @@ bool is_fusible_reduction(const ir::Node& node) {
 
 bool is_fusible_pointwise(const ir::Node& node) {
   return node.kind() == ir::NodeKind::Op && node.op()->expr != nullptr && node.num_outputs() == 1 &&
-         node.output(0)->type().numel() > 0;
+         !(symbolic_numel(node.output(0)->type()) == SymInt(0));
 }
 
 std::optional<GroupAnalysis> analyze_group(std::span<const ir::Node* const> members,

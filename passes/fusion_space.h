@@ -33,22 +33,28 @@ namespace kiln::passes {
 
 enum class SpaceRole : uint8_t { Full, Kept, ExtView };
 
+// Sizes are symbolic where the group's types are (Note [Symbolic types], ir/type.h): the
+// analysis compares them as expressions, so a group it accepts is one kernel for every value of
+// the symbols.
 struct GroupSpace {
-  Shape full;
+  SymShape full;
   std::vector<bool> reduced;  // per dim of `full`; all false for a pointwise group
 
   bool has_reduction() const;
-  Shape kept_keepdim() const;  // full with each reduced dim set to 1
-  int64_t reduced_numel() const;
+  SymShape kept_keepdim() const;  // full with each reduced dim set to 1
+  SymInt reduced_numel() const;
 };
 
 // A view of an outside value, relative to that value's first element.
 struct ExtViewGeometry {
   const ir::Value* root = nullptr;  // the outside value whose buffer the view reads
-  Shape sizes;
-  Shape strides;
-  int64_t offset = 0;
+  SymShape sizes;
+  SymShape strides;
+  SymInt offset = 0;
 };
+
+// The product of a type's sizes, as an expression.
+SymInt symbolic_numel(const ir::TensorType& t);
 
 struct GroupAnalysis {
   GroupSpace space;

@@ -20,8 +20,10 @@ using kir::ExprId;
 using kir::Stmt;
 using kir::VarId;
 
-// Elements addressable from a value's first element: the kernel-IR verifier's bound.
+// Elements addressable from a value's first element: the kernel-IR verifier's bound; bound at
+// launch for a symbolic type (Note [Size parameters]).
 int64_t buffer_extent(const ir::TensorType& t) {
+  if (t.is_symbolic()) return kir::kRuntimeExtent;
   if (t.numel() == 0) return 0;
   Shape strides = t.effective_strides();
   int64_t e = 1;
@@ -32,9 +34,9 @@ int64_t buffer_extent(const ir::TensorType& t) {
 
 struct Geometry {
   const ir::Value* root;
-  Shape sizes;
-  Shape strides;
-  int64_t offset;
+  SymShape sizes;
+  SymShape strides;
+  SymInt offset;
 };
 
 class Lowering {
@@ -51,6 +53,7 @@ class Lowering {
     KILN_CHECK(a.has_value(), "lower {}: the fusion group is not one kernel: {}", k_.name, why);
     a_ = std::move(*a);
     declare_buffers();
+    declare_sizes();
     dim_vars_.assign(a_.space.full.size(), -1);
 
     std::vector<Stmt> kbody;
@@ -115,7 +118,65 @@ class Lowering {
     auto it = a_.views.find(v);
     if (it != a_.views.end())
       return {it->second.root, it->second.sizes, it->second.strides, it->second.offset};
-    return {v, v->type().sizes, v->type().effective_strides(), 0};
+    return {v, v->type().symbolic_sizes(), v->type().symbolic_strides(), 0};
+  }
+
+  // ---- symbolic sizes ----
+  // Note [Size parameters] (kernel_ir.h): a group with symbolic types takes each symbol it
+  // mentions as a size parameter named after it, and builds its extents, strides and offsets
+  // from them, so one kernel serves every value of the symbols.
+  void declare_sizes() {
+    std::vector<int64_t> ids;
+    auto add = [&](const SymShape& shape) {
+      for (const SymInt& x : shape)
+        for (int64_t id : x.symbols())
+          ids.push_back(id);
+    };
+    for (const ir::Node* n : g_.nodes()) {
+      for (size_t i = 0; i < n->num_outputs(); ++i) {
+        add(n->output(i)->type().sym_sizes);
+        add(n->output(i)->type().sym_strides);
+      }
+    }
+    for (const auto& [v, view] : a_.views) {
+      add(view.sizes);
+      add(view.strides);
+      add(SymShape{view.offset});
+    }
+    add(a_.space.full);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (int64_t id : ids)
+      size_vars_[id] = b_.size(fmt::format("s{}", id));
+  }
+
+  // `x` as an Int64 expression of the size parameters.
+  ExprId sym(const SymInt& x) {
+    if (std::optional<int64_t> c = x.maybe_int()) return b_.iconstant(*c);
+    ExprId sum = b_.iconstant(0);
+    for (const SymTerm& t : x.terms()) {
+      ExprId term = b_.iconstant(t.coeff);
+      for (const SymInt& f : t.factors)
+        term = b_.binary(kir::BinaryOp::Mul, term, atom(f));
+      sum = b_.binary(kir::BinaryOp::Add, sum, term);
+    }
+    return sum;
+  }
+
+  ExprId atom(const SymInt& f) {
+    if (std::optional<int64_t> id = f.symbol_id()) return b_.var_ref(size_vars_.at(*id));
+    SymDivision d = f.division().value();
+    // The canonical form divides non-negative numerators (symbols are at least 2, and the
+    // coefficients left inside are in [0, c)) by positive constants, where the kernel IR's
+    // truncating division is floor division. Other divisions do not arise from the rules yet.
+    std::optional<int64_t> den = d.den.maybe_int();
+    bool nonnegative = den && *den > 0;
+    for (const SymTerm& t : d.num.terms())
+      nonnegative = nonnegative && t.coeff >= 0;
+    KILN_CHECK(nonnegative, "lower {}: the size {} divides by a symbol or a negative number",
+               k_.name, f.str());
+    return b_.binary(d.is_mod ? kir::BinaryOp::Rem : kir::BinaryOp::Div, sym(d.num),
+                     b_.iconstant(*den));
   }
 
   // ---- loops ----
@@ -140,7 +201,17 @@ class Lowering {
       Stmt loop;
       loop.kind = kir::StmtKind::Loop;
       loop.var = loops[q].second;
-      loop.extent = a_.space.full[loops[q].first];
+      const SymInt& extent = a_.space.full[loops[q].first];
+      if (std::optional<int64_t> c = extent.maybe_int()) {
+        loop.extent = *c;
+      } else {
+        std::optional<int64_t> id = extent.symbol_id();
+        KILN_CHECK(id.has_value(),
+                   "lower {}: the loop extent {} is an expression of symbols, which the kernel IR "
+                   "cannot take yet (only a symbol or an integer)",
+                   k_.name, extent.str());
+        loop.extent_size = size_vars_.at(*id);
+      }
       if (q == 0 && parallel_outer) {
         loop.loop_kind = kir::LoopKind::Parallel;
       } else if (q + 1 == loops.size() && vector_inner) {
@@ -157,29 +228,29 @@ class Lowering {
 
   // The coordinates, in sizes `shape`, of the current point of `space`: the loop variables
   // when `shape` is the space's own, else the point's row-major position unflattened.
-  std::vector<ExprId> coords(const Shape& shape, SpaceRole space) {
-    Shape base = space == SpaceRole::Full ? a_.space.full : a_.space.kept_keepdim();
+  std::vector<ExprId> coords(const SymShape& shape, SpaceRole space) {
+    SymShape base = space == SpaceRole::Full ? a_.space.full : a_.space.kept_keepdim();
     std::vector<ExprId> c(shape.size());
     if (shape == base) {
       for (size_t d = 0; d < shape.size(); ++d)
-        c[d] = base[d] == 1 ? b_.iconstant(0) : coord(d);
+        c[d] = base[d] == SymInt(1) ? b_.iconstant(0) : coord(d);
       return c;
     }
-    Shape bs = contiguous_strides(base);
+    SymShape bs = contiguous_strides(base);
     ExprId linear = b_.iconstant(0);
     for (size_t d = 0; d < base.size(); ++d) {
-      if (base[d] == 1) continue;
+      if (base[d] == SymInt(1)) continue;
       linear = b_.binary(kir::BinaryOp::Add, linear,
-                         b_.binary(kir::BinaryOp::Mul, coord(d), b_.iconstant(bs[d])));
+                         b_.binary(kir::BinaryOp::Mul, coord(d), sym(bs[d])));
     }
-    Shape ss = contiguous_strides(shape);
+    SymShape ss = contiguous_strides(shape);
     for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 1) {
+      if (shape[d] == SymInt(1)) {
         c[d] = b_.iconstant(0);
         continue;
       }
-      ExprId q = b_.binary(kir::BinaryOp::Div, linear, b_.iconstant(ss[d]));
-      c[d] = d == 0 ? q : b_.binary(kir::BinaryOp::Rem, q, b_.iconstant(shape[d]));
+      ExprId q = b_.binary(kir::BinaryOp::Div, linear, sym(ss[d]));
+      c[d] = d == 0 ? q : b_.binary(kir::BinaryOp::Rem, q, sym(shape[d]));
     }
     return c;
   }
@@ -187,19 +258,19 @@ class Lowering {
   // Element index of geometry `g` read (or written) at coordinates `c` of a shape `g` broadcasts
   // to (right-aligned; broadcast dims read index 0).
   ExprId index(const Geometry& g, const std::vector<ExprId>& c) {
-    ExprId idx = b_.iconstant(g.offset);
+    ExprId idx = sym(g.offset);
     size_t lead = c.size() - g.sizes.size();
     for (size_t d = 0; d < g.sizes.size(); ++d) {
-      if (g.sizes[d] == 1) continue;
+      if (g.sizes[d] == SymInt(1)) continue;
       idx = b_.binary(kir::BinaryOp::Add, idx,
-                      b_.binary(kir::BinaryOp::Mul, c[lead + d], b_.iconstant(g.strides[d])));
+                      b_.binary(kir::BinaryOp::Mul, c[lead + d], sym(g.strides[d])));
     }
     return idx;
   }
 
   // ---- values ----
   // Input `u` of a member whose output has sizes `shape`, computed in `space`.
-  ExprId operand(const ir::Value* u, const Shape& shape, SpaceRole space) {
+  ExprId operand(const ir::Value* u, const SymShape& shape, SpaceRole space) {
     std::optional<SpaceRole> r = role(u);
     if (!r || *r == SpaceRole::ExtView) {
       Geometry g = geometry(u);
@@ -219,7 +290,7 @@ class Lowering {
     const ir::Node& n = *v->node();
     ExprId e;
     if (n.op()->has(kView)) {
-      e = operand(n.input(0), v->type().sizes, SpaceRole::Full);
+      e = operand(n.input(0), v->type().symbolic_sizes(), SpaceRole::Full);
     } else if (std::optional<ExprId> c = cached(v)) {
       e = *c;
     } else {
@@ -268,25 +339,27 @@ class Lowering {
     }
     if (cache_->value != v) return std::nullopt;
     const ir::TensorType& t = g_.outputs()[cache_->output]->type();
-    Geometry g{g_.outputs()[cache_->output], t.sizes, t.effective_strides(), 0};
-    return b_.load(out_buffers_[cache_->output], index(g, coords(t.sizes, SpaceRole::Full)));
+    Geometry g{g_.outputs()[cache_->output], t.symbolic_sizes(), t.symbolic_strides(), 0};
+    return b_.load(out_buffers_[cache_->output], index(g, coords(g.sizes, SpaceRole::Full)));
   }
 
   // A contiguous full-space output of `v`'s dtype, when `v` (computed as `e`) is worth caching.
   std::optional<size_t> cache_output_for(const ir::Value* v, ExprId e) const {
     const ir::TensorType& vt = v->type();
-    int64_t row = a_.space.reduced_numel();
-    if (row <= 1 || row * static_cast<int64_t>(element_size(vt.dtype)) > kRowCacheBytes)
+    // Only rows of a known length: whether a row stays in cache is decided per kernel.
+    std::optional<int64_t> row = a_.space.reduced_numel().maybe_int();
+    if (!row || *row <= 1 || *row * static_cast<int64_t>(element_size(vt.dtype)) > kRowCacheBytes)
       return std::nullopt;
     if (!is_transcendental(e)) return std::nullopt;
-    int64_t full = 1;
-    for (int64_t s : a_.space.full)
-      full *= s;
+    SymInt full = 1;
+    for (const SymInt& s : a_.space.full)
+      full = full * s;
     for (size_t j = 0; j < g_.outputs().size(); ++j) {
       const ir::TensorType& t = g_.outputs()[j]->type();
-      if (role(g_.outputs()[j]) != SpaceRole::Full || t.dtype != vt.dtype || t.numel() != full)
+      if (role(g_.outputs()[j]) != SpaceRole::Full || t.dtype != vt.dtype ||
+          !(symbolic_numel(t) == full))
         continue;
-      if (t.effective_strides() == contiguous_strides(t.sizes)) return j;
+      if (ir::symbolic_strides_are_contiguous(t.symbolic_sizes(), t.symbolic_strides())) return j;
     }
     return std::nullopt;
   }
@@ -324,9 +397,10 @@ class Lowering {
   // its dtype as the eager kernel's store rounds it.
   ExprId compute(const ir::Node& n, SpaceRole space) {
     const ir::TensorType& out = n.output(0)->type();
+    SymShape out_sizes = out.symbolic_sizes();
     std::vector<kir::Val> args;
     for (const ir::Value* u : n.inputs())
-      args.emplace_back(operand(u, out.sizes, space));
+      args.emplace_back(operand(u, out_sizes, space));
     if (n.op()->has(kTensorComparison)) {
       // Eager compares in result_type, where a zero-dim operand ranks below a dimensioned one
       // (f32[N] == f64[] compares in f32); the expression sees only dtypes, so convert first.
@@ -400,21 +474,27 @@ class Lowering {
     const ir::Value* in = n.input(0);
     // Operands accumulate in the accumulator's dtype (a bool mask's count in int64).
     auto x = [&] { return b_.cast(operand(in, a_.space.full, SpaceRole::Full), acc); };
-    double count = static_cast<double>(a_.space.reduced_numel());
-    auto div = [&](ExprId a, double c) {
-      return b_.binary(kir::BinaryOp::Div, a, b_.constant(c, acc));
+    // The element count: a constant, or computed from the size parameters.
+    SymInt reduced = a_.space.reduced_numel();
+    std::optional<int64_t> known = reduced.maybe_int();
+    auto count_minus = [&](double correction) {
+      if (known) return b_.constant(std::max(0.0, static_cast<double>(*known) - correction), acc);
+      ExprId c =
+          b_.binary(kir::BinaryOp::Sub, b_.cast(sym(reduced), acc), b_.constant(correction, acc));
+      return b_.binary(kir::BinaryOp::Max, c, b_.constant(0.0, acc));
     };
+    auto div = [&](ExprId a, ExprId c) { return b_.binary(kir::BinaryOp::Div, a, c); };
     if (extremum)
       return accumulate(name == "amax" ? kir::ReduceOp::Max : kir::ReduceOp::Min, acc, x, kbody);
     ExprId sum = accumulate(kir::ReduceOp::Sum, acc, x, kbody);
     if (name == "sum") return b_.cast(sum, dtype);
-    if (name == "mean") return b_.cast(div(sum, count), dtype);
+    if (name == "mean") return b_.cast(div(sum, count_minus(0.0)), dtype);
     // var: the two-pass formula, sum((x - mean)^2) / max(0, n - correction).
     VarId mean = b_.var(fmt::format("v{}", lets_++), acc);
     Stmt let;
     let.kind = kir::StmtKind::Let;
     let.var = mean;
-    let.value = div(sum, count);
+    let.value = div(sum, count_minus(0.0));
     kbody.push_back(std::move(let));
     auto sq = [&] {
       ExprId d = b_.binary(kir::BinaryOp::Sub, x(), b_.var_ref(mean));
@@ -422,7 +502,7 @@ class Lowering {
     };
     ExprId ss = accumulate(kir::ReduceOp::Sum, acc, sq, kbody);
     double correction = n.attrs_as<VarAttrs>().correction;
-    return b_.cast(div(ss, std::max(0.0, count - correction)), dtype);
+    return b_.cast(div(ss, count_minus(correction)), dtype);
   }
 
   Stmt store(size_t j, SpaceRole space) {
@@ -435,11 +515,11 @@ class Lowering {
   Stmt store_at(size_t j, ExprId value, SpaceRole space = SpaceRole::Full) {
     const ir::Value* v = g_.outputs()[j];
     const ir::TensorType& t = v->type();
-    Geometry g{v, t.sizes, t.effective_strides(), 0};
+    Geometry g{v, t.symbolic_sizes(), t.symbolic_strides(), 0};
     Stmt s;
     s.kind = kir::StmtKind::Store;
     s.buffer = out_buffers_[j];
-    s.index = index(g, coords(t.sizes, space));
+    s.index = index(g, coords(g.sizes, space));
     s.value = value;
     return s;
   }
@@ -451,6 +531,7 @@ class Lowering {
   std::unordered_map<const ir::Value*, kir::BufferId> buffers_;
   std::vector<kir::BufferId> out_buffers_;
   std::vector<VarId> dim_vars_;  // the loop variable of each full dim; -1: coordinate 0
+  std::unordered_map<int64_t, VarId> size_vars_;  // symbol id -> its size parameter
   std::unordered_map<const ir::Value*, ExprId> kept_;
   std::unordered_map<const ir::Value*, ExprId> memo_;  // Full values in the current loop nest
   int reduction_nests_ = 0;

@@ -111,11 +111,12 @@ const std::vector<PassInfo>& all_passes() {
       {"canonicalize_views", "collapse view chains to one op, drop identity views, fix strides",
        canonicalize_views_pass},
       {"fuse", "group pointwise ops and reductions into prim.fusion_group nodes, one kernel each",
-       fuse_pass},
-      {"lower", "lower each fusion group to one kernel-IR kernel and verify it", lower_pass},
-      {"print-kernels", "print the kernel IR of the lowered fusion groups", print_kernels_pass},
+       fuse_pass, true},
+      {"lower", "lower each fusion group to one kernel-IR kernel and verify it", lower_pass, true},
+      {"print-kernels", "print the kernel IR of the lowered fusion groups", print_kernels_pass,
+       true},
       {"print-cuda", "print the CUDA C of the lowered fusion groups (codegen/cuda/)",
-       print_cuda_pass},
+       print_cuda_pass, true},
   };
   return passes;
 }
