@@ -7,7 +7,7 @@
 // Note [Kernel IR]
 // - Sizes are static unless the kernel declares size parameters (Note [Size parameters]): a
 //   loop's extent is a constant, and so is every stride and offset inside an index expression
-//   (Note [Static shapes] in ir/type.h).
+//   (a symbolic graph's sizes become size parameters: Note [Symbolic types] in ir/type.h).
 // - A buffer is addressed in elements from the tensor's first element (its data pointer, storage
 //   offset included); index expressions are Int64 and built from loop variables and constants,
 //   so a kernel reads any strided layout, broadcasts (stride 0) included.
