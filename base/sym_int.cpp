@@ -397,6 +397,31 @@ std::vector<int64_t> SymInt::symbols() const {
   return ids;
 }
 
+SymInt SymInt::substitute(std::span<const SymInt> replacement) const {
+  if (!node_) return *this;
+  // Rebuilt through the public arithmetic, so the result is canonical again (a replacement
+  // may make a division exact or cancel a term).
+  SymInt sum = 0;
+  for (const SymTerm& term : terms()) {
+    SymInt product = term.coeff;
+    for (const SymInt& atom : term.factors) {
+      if (std::optional<int64_t> id = atom.symbol_id()) {
+        KILN_CHECK(*id >= 0 && static_cast<size_t>(*id) < replacement.size(),
+                   "SymInt::substitute: symbol s{} of {} has no replacement ({} given)", *id, str(),
+                   replacement.size());
+        product *= replacement[static_cast<size_t>(*id)];
+        continue;
+      }
+      std::optional<SymDivision> d = atom.division();
+      KILN_CHECK(d.has_value(), "SymInt::substitute: {} has an atom of no known kind", str());
+      SymInt num = d->num.substitute(replacement), den = d->den.substitute(replacement);
+      product *= d->is_mod ? mod(num, den) : floordiv(num, den);
+    }
+    sum += product;
+  }
+  return sum;
+}
+
 std::vector<SymTerm> SymInt::terms() const {
   std::vector<SymTerm> out;
   for (const sym_detail::Term& t : SymIntAccess::poly(*this).terms) {

@@ -63,6 +63,9 @@ class SymInt {
   int64_t evaluate(std::span<const int64_t> values) const;
   // The ids of the symbols it mentions, each once, increasing.
   std::vector<int64_t> symbols() const;
+  // The expression with symbol s<k> replaced by replacement[k] (an integer or another
+  // expression), in canonical form; throws when a symbol has no replacement.
+  SymInt substitute(std::span<const SymInt> replacement) const;
   // "32*s0*s1 + 1", "floordiv(s0 - 1, 2) + 1"; parse_sym_int reads it back.
   std::string str() const;
 

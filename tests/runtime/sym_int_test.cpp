@@ -166,6 +166,15 @@ TEST(SymInt, EvaluatesAsIntegerArithmetic) {
         }
       }
     }
+    // substitute: s0 -> 3, s1 -> s1, s2 -> s0 + 2 (an integer, the same symbol, an
+    // expression), against the reference at the composed values.
+    SymInt sub = e.sym.substitute(std::vector<SymInt>{SymInt(3), s1, s0 + 2});
+    for (int64_t a = 2; a <= 5; ++a) {
+      for (int64_t b = 2; b <= 4; ++b) {
+        ASSERT_EQ(sub.evaluate(std::vector<int64_t>{a, b, 0}), e.ref({3, b, a + 2}))
+            << e.sym.str() << " substituted: " << sub.str();
+      }
+    }
   }
   EXPECT_GT(checked, 10000);
 }
@@ -208,6 +217,11 @@ TEST(SymInt, StructureRebuildsTheExpression) {
   EXPECT_EQ(d.den, s2);
   EXPECT_TRUE(SymInt(0).terms().empty());
   EXPECT_EQ(SymInt(7).terms().size(), 1u);
+  // substitute rebuilds the same way, and is canonical: replacing the divisor makes the
+  // division exact.
+  EXPECT_EQ(e.substitute(std::vector<SymInt>{s0, s1}), e);
+  EXPECT_EQ(floordiv(4 * s0 * s1, s2).substitute(std::vector<SymInt>{s0, s1, 2 * s1}), 2 * s0);
+  EXPECT_THROW(e.substitute(std::vector<SymInt>{s0}), kiln::Error);
 }
 
 TEST(SymFact, PrintsParsesAndHolds) {
