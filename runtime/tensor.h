@@ -5,6 +5,7 @@
 // call site (base/call_site.h); callers never pass it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -16,6 +17,7 @@
 
 #include "kiln/base/error.h"
 #include "kiln/base/scalar.h"
+#include "kiln/base/sym_int.h"
 #include "kiln/runtime/tensor_impl.h"
 #include "kiln/runtime/tensor_options.h"
 
@@ -24,6 +26,25 @@ namespace kiln {
 namespace autograd {
 class Node;
 }
+
+class Tensor;
+
+// Note [Size reads while tracing]
+// A trace with symbolic sizes (frontend/tracer.h, docs/dynamic_shapes.md) must know when the
+// traced code reads a size as a plain integer: the value it read may end up in the graph (an
+// attribute, a scalar, a loop count), so the plan may only be reused at that value. Tensor's
+// size accessors report each read to the tracing state, which specializes the symbols the read
+// size holds. Reads inside op kernels run with the Tracer key excluded and are not reported
+// (Note [Tracing state]); sym_size() and sym_sizes() read without specializing. The check costs
+// one relaxed load of a global counter while no symbolic trace is active anywhere.
+namespace detail {
+extern std::atomic<int> g_symbolic_traces;
+// `dim` is the dim read, or -1 for all of them (sizes(), strides(), numel()).
+void report_size_read(const Tensor& t, int64_t dim = -1);
+inline void observe_size_read(const Tensor& t) {
+  if (g_symbolic_traces.load(std::memory_order_relaxed) != 0) report_size_read(t);
+}
+}  // namespace detail
 
 class Tensor {
  public:
@@ -37,12 +58,27 @@ class Tensor {
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
   // ---- metadata ----
-  const Shape& sizes() const { return checked()->sizes(); }
-  const Shape& strides() const { return checked()->strides(); }
+  // The size accessors report the read to a symbolic trace (Note [Size reads while tracing]).
+  const Shape& sizes() const {
+    detail::observe_size_read(*this);
+    return checked()->sizes();
+  }
+  const Shape& strides() const {
+    detail::observe_size_read(*this);
+    return checked()->strides();
+  }
   int64_t size(int64_t dim) const;
   int64_t stride(int64_t dim) const;
+  // The sizes as a symbolic trace sees them: symbols where the traced graph has them, integers
+  // elsewhere and outside a trace. Reading them does not specialize the plan (torch's
+  // sym_size); arithmetic on the result is traced symbolically.
+  SymInt sym_size(int64_t dim) const;
+  SymShape sym_sizes() const;
   int64_t dim() const { return checked()->dim(); }
-  int64_t numel() const { return checked()->numel(); }
+  int64_t numel() const {
+    detail::observe_size_read(*this);
+    return checked()->numel();
+  }
   int64_t storage_offset() const { return checked()->storage_offset(); }
   DType dtype() const { return checked()->dtype(); }
   Device device() const { return checked()->device(); }

@@ -78,6 +78,30 @@ bool is_tracing() {
   return keys.included.has(DispatchKey::Tracer) && !keys.excluded.has(DispatchKey::Tracer);
 }
 
+void TracingState::on_size_read(const Tensor&, int64_t) {}
+
+std::optional<SymShape> TracingState::symbolic_sizes(const Tensor&) {
+  return std::nullopt;
+}
+
+void TracingState::on_backward() {}
+
+namespace detail {
+std::atomic<int> g_symbolic_traces{0};
+
+void report_size_read(const Tensor& t, int64_t dim) {
+  if (t.defined() && is_tracing()) t_state->on_size_read(t, dim);
+}
+}  // namespace detail
+
+SymbolicTraceScope::SymbolicTraceScope() {
+  detail::g_symbolic_traces.fetch_add(1, std::memory_order_relaxed);
+}
+
+SymbolicTraceScope::~SymbolicTraceScope() {
+  detail::g_symbolic_traces.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void check_traced_data_read(const char* accessor) {
   if (is_tracing()) t_state->on_data_read(accessor);
 }

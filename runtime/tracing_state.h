@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,17 @@ class TracingState {
   // `accessor` and the user's call site: the value depends on data the graph does not hold.
   virtual void on_data_read(const char* accessor);
 
+  // Note [Size reads while tracing] (runtime/tensor.h): the traced code read `t`'s size at
+  // `dim` (-1: all its sizes) as an integer. A recorder with symbolic sizes specializes the
+  // symbols it holds; the default does nothing.
+  virtual void on_size_read(const Tensor& t, int64_t dim);
+  // `t`'s sizes as the recorder's graph has them (symbols included), or nullopt when the
+  // recorder has none for it (Tensor::sym_sizes then returns the integers).
+  virtual std::optional<SymShape> symbolic_sizes(const Tensor& t);
+  // The autograd engine starts a backward pass under this trace. Autograd saves sizes as
+  // integers, so a recorder with symbolic sizes specializes them all from here on.
+  virtual void on_backward();
+
   // Whether a custom Function that is not traceable should be recorded as one opaque forward
   // step (prim.fallback calling the Function eagerly, with autograd) instead of being traced
   // through. compile() asks for this to split the function at graph breaks (Note [Graph
@@ -90,6 +102,16 @@ class TracingStateGuard {
 
 // Note [Tracing state]: a state is current and the Tracer key is live for this call.
 bool is_tracing();
+
+// Counts a symbolic trace as active for a scope (Note [Size reads while tracing]): while any is,
+// Tensor's size accessors report their reads to the current tracing state.
+class SymbolicTraceScope {
+ public:
+  SymbolicTraceScope();
+  ~SymbolicTraceScope();
+  SymbolicTraceScope(const SymbolicTraceScope&) = delete;
+  SymbolicTraceScope& operator=(const SymbolicTraceScope&) = delete;
+};
 
 // Calls current_tracing_state()->on_data_read(accessor) when is_tracing().
 void check_traced_data_read(const char* accessor);

@@ -39,7 +39,22 @@ void check_host_access(const Tensor& t, DType want, const char* accessor) {
 }  // namespace detail
 
 int64_t Tensor::size(int64_t dim) const {
-  return sizes()[static_cast<size_t>(wrap_dim("size", dim, this->dim()))];
+  int64_t d = wrap_dim("size", dim, this->dim());
+  // Note [Size reads while tracing]: only this dim was read.
+  if (detail::g_symbolic_traces.load(std::memory_order_relaxed) != 0)
+    detail::report_size_read(*this, d);
+  return checked()->sizes()[static_cast<size_t>(d)];
+}
+SymShape Tensor::sym_sizes() const {
+  if (is_tracing()) {
+    if (std::optional<SymShape> sizes = current_tracing_state()->symbolic_sizes(*this))
+      return *sizes;
+  }
+  return to_sym_shape(checked()->sizes());
+}
+SymInt Tensor::sym_size(int64_t dim) const {
+  SymShape s = sym_sizes();
+  return s[static_cast<size_t>(wrap_dim("sym_size", dim, this->dim()))];
 }
 int64_t Tensor::stride(int64_t dim) const {
   return strides()[static_cast<size_t>(wrap_dim("stride", dim, this->dim()))];

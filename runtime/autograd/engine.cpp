@@ -412,6 +412,8 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
                                     const edge_list& outputs) {
   KILN_CHECK(roots.size() == grads.size(), "backward: got {} roots but {} gradients", roots.size(),
              grads.size());
+  // Note [Size reads while tracing]: the formulas read sizes autograd saved as integers.
+  if (is_tracing()) current_tracing_state()->on_backward();
   auto root = autograd::make_node<GraphRoot>(roots, grads);
   GraphTask task;
   task.keep_graph = keep_graph;
