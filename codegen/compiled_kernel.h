@@ -3,6 +3,7 @@
 // derives from this one interface.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -16,6 +17,10 @@ class CompiledKernel {
   // tensor's data pointer), in the kernel's argument order; the caller has checked dtypes,
   // extents, and that no output overlaps another argument (the code assumes noalias).
   virtual void launch(std::span<void* const> buffers) const = 0;
+  // A kernel with size parameters (Note [Size parameters]) takes their values after the
+  // buffers, in the kernel's order of size parameters. The default throws kiln::Error: the
+  // backend cannot launch such kernels yet.
+  virtual void launch_sized(std::span<void* const> buffers, std::span<const int64_t> sizes) const;
 };
 
 }  // namespace kiln::codegen

@@ -38,6 +38,9 @@ class LlvmKernel final : public CompiledKernel {
   // A kernel with size parameters takes their values (Note [Size parameters]); unchecked: the
   // caller has bounded the indices (llvm_run does).
   void launch(std::span<void* const> buffers, std::span<const int64_t> sizes) const;
+  void launch_sized(std::span<void* const> buffers, std::span<const int64_t> sizes) const override {
+    launch(buffers, sizes);
+  }
 
   const std::string& name() const { return kernel_->name; }
   const std::string& key() const { return key_; }  // the content hash, hex
