@@ -8,6 +8,7 @@
 #include "kiln/base/error.h"
 #include "kiln/base/profiler.h"
 #include "kiln/codegen/compiled_kernel.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/kernel_ir/kernel_interpreter.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernel_args.h"
@@ -22,7 +23,9 @@ std::string describe(const ir::Graph& g, const ir::Node& node) {
   return ir::describe_node(node, ir::value_names(g));
 }
 
-void check_inputs(const ir::Graph& g, const std::vector<Tensor>& inputs) {
+// Checks the inputs against the graph's input types and returns the values of its symbols
+// (Note [Symbolic types]): a symbolic input's sizes bind them instead of matching the hints.
+std::vector<int64_t> check_inputs(const ir::Graph& g, const std::vector<Tensor>& inputs) {
   KILN_CHECK(inputs.size() == g.inputs().size(), "interpret: the graph takes {} inputs, got {}",
              g.inputs().size(), inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -30,10 +33,28 @@ void check_inputs(const ir::Graph& g, const std::vector<Tensor>& inputs) {
     const Tensor& t = inputs[i];
     KILN_CHECK(t.defined(), "interpret: input {} is an undefined tensor; expected {}", i,
                want.str());
-    KILN_CHECK(t.dtype() == want.dtype && t.sizes() == want.sizes && t.device() == want.device,
+    KILN_CHECK(t.dtype() == want.dtype && t.device() == want.device &&
+                   (want.is_symbolic() || t.sizes() == want.sizes),
                "interpret: input {} has type {}, but the graph expects {}", i,
                ir::TensorType::of(t).str(), want.str());
   }
+  if (g.symbol_hints().empty()) return {};
+  return ir::bind_symbols(g, inputs, "interpret");
+}
+
+// The values of `kernel`'s size parameters, each named after its symbol (Note [Size
+// parameters]), from the symbols' values.
+std::vector<int64_t> size_arguments(const kir::Kernel& kernel, std::span<const int64_t> symbols) {
+  std::vector<int64_t> out;
+  for (kir::VarId v : kernel.sizes()) {
+    const std::string& name = kernel.vars[static_cast<size_t>(v)].name;
+    size_t k = name.size() > 1 && name[0] == 's' ? std::stoul(name.substr(1)) : SIZE_MAX;
+    KILN_CHECK(k < symbols.size(),
+               "{}: size parameter '{}' names no symbol of the graph ({} symbols)", kernel.name,
+               name, symbols.size());
+    out.push_back(symbols[k]);
+  }
+  return out;
 }
 
 // A copy of a random op's attributes with the replay's seed and shifted offset.
@@ -58,11 +79,12 @@ bool same_strides(const Shape& sizes, const Shape& a, const Shape& b) {
 // A lowered fusion group: its kernel addresses every argument with the strides of its IR type,
 // so a tensor laid out otherwise would be read wrongly; the types are guarded at the plan's entry
 // and follow from the op table's rules inside it, so a mismatch is an internal error.
-std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Tensor>& args) {
+std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Tensor>& args,
+                                      std::span<const int64_t> symbols) {
   const kir::Kernel& kernel = *node.fusion_group().kernel;
   std::vector<Tensor> buffers = args;
   for (size_t i = 0; i < args.size(); ++i) {
-    const ir::TensorType& t = node.input(i)->type();
+    const ir::TensorType t = ir::evaluate_type(node.input(i)->type(), symbols);
     // The gradients autograd hands to a backward graph come in any layout (an expanded scalar
     // from sum().backward(), say) although the graph types them contiguous: copy those.
     if (t.is_contiguous() && args[i].sizes() == t.sizes &&
@@ -76,9 +98,11 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
   }
   std::vector<Tensor> outputs;
   for (const ir::Value* v : node.outputs()) {
-    outputs.push_back(empty_tensor(v->type().sizes, v->type().dtype, v->type().device));
+    Shape sizes = ir::evaluate_type(v->type(), symbols).sizes;
+    outputs.push_back(empty_tensor(sizes, v->type().dtype, v->type().device));
     buffers.push_back(outputs.back());
   }
+  std::vector<int64_t> sizes = size_arguments(kernel, symbols);
   const auto& compiled = node.fusion_group().compiled;
   profiler::RecordScope scope(profiler::ScopeKind::Kernel, kernel.name,
                               compiled ? compiled->backend() : "interpreter");
@@ -91,7 +115,7 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
     ptrs.reserve(buffers.size());
     for (const Tensor& t : buffers)
       ptrs.push_back(t.numel() > 0 ? t.impl()->data() : nullptr);
-    compiled->launch(ptrs);
+    compiled->launch_sized(ptrs, sizes);
   } else {
     // The kernel-IR interpreter reads and writes host memory.
     for (const Tensor& t : buffers)
@@ -99,13 +123,13 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
                  "{}: fusion group on {} has no compiled kernel (the kernel-IR interpreter runs "
                  "host tensors only); compile it with Backend::CUDA",
                  kernel.name, t.device().str());
-    kir::run_kernel(kernel, buffers);
+    kir::run_kernel(kernel, buffers, sizes);
   }
   return outputs;
 }
 
 std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& args,
-                             const RandomReplay* random) {
+                             const RandomReplay* random, std::span<const int64_t> symbols) {
   switch (node.kind()) {
     case ir::NodeKind::Constant:
       return {node.constant().value};
@@ -116,7 +140,7 @@ std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& ar
       }
       return call_op(*node.op(), args, node.attrs());
     case ir::NodeKind::FusionGroup:
-      if (node.fusion_group().kernel) return run_fusion_kernel(node, args);
+      if (node.fusion_group().kernel) return run_fusion_kernel(node, args, symbols);
       return interpret(*node.fusion_group().subgraph, args, random);
     case ir::NodeKind::Fallback:
       KILN_CHECK(static_cast<bool>(node.fallback().fn),
@@ -134,7 +158,7 @@ std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& ar
 
 std::vector<Tensor> interpret(const ir::Graph& g, const std::vector<Tensor>& inputs,
                               const RandomReplay* random) {
-  check_inputs(g, inputs);
+  const std::vector<int64_t> symbols = check_inputs(g, inputs);
   std::vector<ir::Node*> nodes = g.nodes();
   // Slots: one per value. last_use[slot] is the index of the last node reading it, after which
   // the slot is cleared so that the tensor can be freed.
@@ -174,7 +198,7 @@ std::vector<Tensor> interpret(const ir::Graph& g, const std::vector<Tensor>& inp
     }
     std::vector<Tensor> results;
     try {
-      results = run_node(node, args, random);
+      results = run_node(node, args, random, symbols);
     } catch (const Error& e) {
       KILN_ERROR("{}\n  while interpreting {}", e.what(), describe(g, node));
     }

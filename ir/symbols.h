@@ -1,0 +1,38 @@
+// Binding a symbolic graph's symbols to a call's sizes, and specializing symbols to integers
+// (Note [Symbolic types] in ir/type.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kiln/ir/graph.h"
+#include "kiln/runtime/tensor.h"
+
+namespace kiln::ir {
+
+// The symbols' values for a call of `g` with `inputs` (symbol s<k>'s at [k]), read off the
+// sizes of the graph inputs whose types hold symbols. Throws kiln::Error, starting with `who`
+// and naming the input, its sizes and the type it was expected to have, when the sizes do not
+// fit: a dim differs from an integer size, one symbol would take two values, a symbol would be
+// 0 or 1 (sizes 0 and 1 are always specialized), or an expression dim does not evaluate to the
+// size. Input count, dtypes and devices are the caller's to check. A graph without symbols
+// binds none.
+std::vector<int64_t> bind_symbols(const Graph& g, std::span<const Tensor> inputs,
+                                  std::string_view who);
+
+// `t` with its sizes and strides at `values` (s<k> = values[k]): the integers of one call.
+TensorType evaluate_type(const TensorType& t, std::span<const int64_t> values);
+
+// Replaces s<k> by replacement[k] in every type of `g`, nested subgraphs included, and sets the
+// graph's hints to `hints`, the values of the symbols that remain. A type left without symbols
+// becomes a plain integer type. The integer sizes and strides stay as they were: the caller
+// replaces symbols by their hints, or by symbols with the same hints.
+void substitute_symbols(Graph& g, std::span<const SymInt> replacement, std::vector<int64_t> hints);
+
+// Specializes the symbols s<k> with fixed[k] to their hints and renumbers the rest s0, s1, ...
+// in order. Returns the new number of each symbol kept (-1 for a specialized one).
+std::vector<int64_t> specialize_symbols(Graph& g, const std::vector<bool>& fixed);
+
+}  // namespace kiln::ir
