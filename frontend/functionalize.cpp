@@ -24,7 +24,9 @@ ir::TensorType dense_type(DType dtype, Device device, const Shape& sizes, bool r
 
 ir::Value* GraphTracer::add_node(const OpDef& op, std::span<ir::Value* const> inputs,
                                  const void* attrs, ir::TensorType type, const std::string& site) {
-  ir::Node* node = graph_->create_op(op, inputs, attrs, std::span<const ir::TensorType>(&type, 1));
+  std::vector<ir::TensorType> types{std::move(type)};
+  attach_symbols(op, inputs, attrs, types);  // Note [Symbolic tracing]
+  ir::Node* node = graph_->create_op(op, inputs, attrs, types);
   node->set_call_site(site);
   return node->output();
 }

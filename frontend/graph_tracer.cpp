@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "kiln/base/error.h"
 #include "kiln/runtime/dispatcher.h"
 
@@ -53,8 +55,32 @@ void GraphTracer::set_value(const Tensor& t, ir::Value* v) {
   map_[key_of(t)] = Entry{t.impl()->storage(), v, t.version()};
 }
 
-ir::Value* GraphTracer::add_input(const Tensor& t, std::string name) {
-  ir::Value* v = graph_->add_input(ir::TensorType::of(t), std::move(name));
+ir::Value* GraphTracer::add_input(const Tensor& t, std::string name, bool dynamic) {
+  InternalScope internal(internal_);
+  ir::TensorType type = ir::TensorType::of(t);
+  // Note [Symbolic tracing]: a non-contiguous input's strides would need symbols of their own.
+  if (dynamic && t.impl()->is_contiguous()) {
+    SymShape sym;
+    bool any = false;
+    for (int64_t n : t.impl()->sizes()) {
+      if (n < 2) {  // sizes 0 and 1 stay integers: broadcasting depends on them
+        sym.emplace_back(n);
+        continue;
+      }
+      auto [it, added] = duck_.emplace(n, static_cast<int64_t>(hints_.size()));
+      if (added) {
+        hints_.push_back(n);
+        fixed_.push_back(false);
+      }
+      sym.push_back(SymInt::symbol(it->second));
+      any = true;
+    }
+    if (any) {
+      type.sym_sizes = std::move(sym);
+      graph_->set_symbol_hints(hints_);
+    }
+  }
+  ir::Value* v = graph_->add_input(std::move(type), std::move(name));
   set_value(t, v);
   return v;
 }
@@ -136,6 +162,7 @@ void GraphTracer::restore_lifted() {
 
 std::vector<Tensor> GraphTracer::record_fallback(const std::string& name, OpaqueFn fn,
                                                  const std::vector<Tensor>& inputs) {
+  InternalScope internal(internal_);
   std::string site = short_call_site();
   // Undefined gradients (outputs that received none, inputs nobody needs) have no Value. The
   // fallback node takes and returns only the defined ones; its callable puts undefined tensors
@@ -148,6 +175,8 @@ std::vector<Tensor> GraphTracer::record_fallback(const std::string& name, Opaque
     in_pos.push_back(i);
     values.push_back(value_of(inputs[i]));
   }
+  // Note [Symbolic tracing]: the callable's output sizes are the traced call's.
+  specialize_all(values, fmt::format("the opaque {} at {}", name, where(site)));
   std::vector<Tensor> outputs;
   {
     ExcludeDispatchKeysGuard opaque(DispatchKey::Tracer);
@@ -193,6 +222,7 @@ void GraphTracer::note_same_value(const Tensor& copy, const Tensor& source) {
 
 std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tensor> inputs,
                                            const void* attrs) {
+  InternalScope internal(internal_);
   std::string site = short_call_site();
   if (op.has(kNonTraceable) && graph_breaks_) {
     // A graph break (Note [Graph breaks]): the op runs eagerly, with autograd, on every call.
@@ -217,6 +247,13 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   if (op.has(kInPlace)) {
     snapshot_lifted_on(inputs[0]);  // Note [Lifted tensors]
     view_write = begin_view_write(inputs[0]);
+    // Note [Symbolic tracing]: fill_ and copy_ take self's sizes as read, and a write through
+    // a view builds its base's new value from sizes read off the tensors.
+    if (symbolic() && (view_write || op.name == "fill_" || op.name == "copy_")) {
+      std::string why = fmt::format("{} at {}", op.name, where(site));
+      specialize_all(values, why);
+      if (view_write) specialize(view_write->base_before->type(), why);
+    }
   }
   {
     ExcludeDispatchKeysGuard below(DispatchKey::Tracer);
@@ -252,6 +289,7 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
     for (const Tensor& out : outputs)
       types.push_back(ir::TensorType::of(out));
   }
+  attach_symbols(op, values, attrs, types);
   ir::Node* node = graph_->create_op(op, values, attrs, types);
   node->set_call_site(site);
   for (size_t i = 0; i < outputs.size(); ++i)

@@ -33,8 +33,35 @@ class GraphTracer final : public TracingState {
 
   const std::shared_ptr<ir::Graph>& graph() const { return graph_; }
 
-  // A graph input for `t`, named `name`.
-  ir::Value* add_input(const Tensor& t, std::string name);
+  // A graph input for `t`, named `name`. With `dynamic`, its dims of size 2 or more are symbols
+  // (Note [Symbolic tracing]): dims of equal size share one (duck sizing). A non-contiguous
+  // input stays integer-typed.
+  ir::Value* add_input(const Tensor& t, std::string name, bool dynamic = false);
+
+  // Note [Symbolic tracing]
+  // With symbolic inputs, each recorded op's output type is computed again with the op's rule
+  // over symbols (OpDef::sym_shape) from its inputs' symbolic types, and checked against the
+  // eager result at the hints. The trace specializes a symbol (it becomes its traced value in
+  // the finished graph) when:
+  // - an op has no rule over symbols, its rule refuses the symbolic inputs, its result at the
+  //   hints differs from eager's, or it draws random numbers (the generator advances by their
+  //   count): the op's inputs' symbols;
+  // - the traced code reads a size as an integer (Note [Size reads while tracing]): the
+  //   symbols of that size;
+  // - an opaque fallback, fill_ or copy_ into a symbolic tensor, or an in-place write through
+  //   a view: the symbols of the tensors involved (their sizes are read, not derived);
+  // - autograd runs a backward pass: every symbol, because autograd saves integer sizes.
+  // finish_symbols() then writes the graph with the specialized symbols replaced. A symbol
+  // that survives was never read, so the graph computes the same at any value of it.
+  bool symbolic() const { return !hints_.empty(); }
+  // Replaces the specialized symbols in the graph and renumbers the rest; call once, after the
+  // traced function returned and the outputs were added.
+  void finish_symbols();
+  // The symbols, by number, that were specialized, with why; for logs and tests.
+  const std::vector<std::string>& specializations() const { return why_; }
+  void on_size_read(const Tensor& t, int64_t dim) override;
+  std::optional<SymShape> symbolic_sizes(const Tensor& t) override;
+  void on_backward() override;
   // Note [Lifted tensors]
   // From now on, a tensor from outside the traced function becomes a new graph input (named p0,
   // p1, ...) appended to `*lifted`, instead of a constant: compile reads such tensors (model
@@ -113,6 +140,29 @@ class GraphTracer final : public TracingState {
                            std::span<ir::Value* const> values, const std::string& site);
   ir::Value* add_node(const OpDef& op, std::span<ir::Value* const> inputs, const void* attrs,
                       ir::TensorType type, const std::string& site);
+
+  // Note [Symbolic tracing]: `sizes` with the specialized symbols replaced by their hints.
+  SymShape resolved(const SymShape& sizes) const;
+  // Marks every symbol of `t` specialized, for `why`.
+  void specialize(const ir::TensorType& t, std::string_view why);
+  void specialize_all(std::span<ir::Value* const> values, std::string_view why);
+  // Gives `types` (the outputs of `op` on `values`, from eager) their symbolic sizes, or
+  // specializes the inputs' symbols when the rule over symbols cannot.
+  void attach_symbols(const OpDef& op, std::span<ir::Value* const> values, const void* attrs,
+                      std::vector<ir::TensorType>& types);
+
+  std::vector<int64_t> hints_;                 // s<k>'s traced value
+  std::vector<bool> fixed_;                    // s<k> is specialized
+  std::vector<std::string> why_;               // "s0 = 8: read by size() at model.cpp:12"
+  std::unordered_map<int64_t, int64_t> duck_;  // a traced size -> its symbol
+  int internal_ = 0;  // > 0 while the tracer itself runs: its size reads are not the user's
+  struct InternalScope {
+    explicit InternalScope(int& depth) : depth_(depth) { ++depth_; }
+    ~InternalScope() { --depth_; }
+    InternalScope(const InternalScope&) = delete;
+    InternalScope& operator=(const InternalScope&) = delete;
+    int& depth_;
+  };
 
   std::shared_ptr<ir::Graph> graph_;
   std::unordered_map<Key, Entry, KeyHash> map_;

@@ -1,5 +1,7 @@
 #include "kiln/frontend/tracer.h"
 
+#include <optional>
+
 #include "kiln/base/error.h"
 #include "kiln/frontend/compile/interpreter.h"
 #include "kiln/frontend/graph_tracer.h"
@@ -22,16 +24,19 @@ std::vector<Tensor> TracedFunction::operator()(const std::vector<Tensor>& inputs
   return outputs;
 }
 
-TracedFunction trace(TraceFn fn, const std::vector<Tensor>& example_inputs) {
+TracedFunction trace(TraceFn fn, const std::vector<Tensor>& example_inputs,
+                     const TraceOptions& options) {
   KILN_CHECK(!local_dispatch_keys().excluded.has(DispatchKey::Tracer),
              "trace: cannot start a trace where the Tracer key is excluded (inside an op's "
              "kernel or an opaque fallback)");
   GraphTracer tracer;
+  std::optional<SymbolicTraceScope> symbolic;
+  if (options.dynamic) symbolic.emplace();  // Note [Size reads while tracing]
   std::vector<uint32_t> versions;
   for (size_t i = 0; i < example_inputs.size(); ++i) {
     const Tensor& t = example_inputs[i];
     KILN_CHECK(t.defined(), "trace: example input {} is an undefined tensor", i);
-    tracer.add_input(t, fmt::format("x{}", i));
+    tracer.add_input(t, fmt::format("x{}", i), options.dynamic);
     versions.push_back(t.version());
   }
   ir::Graph& graph = *tracer.graph();
@@ -63,15 +68,18 @@ TracedFunction trace(TraceFn fn, const std::vector<Tensor>& example_inputs) {
       write_backs.emplace_back(i, graph.outputs().size() - 1);
     }
   }
-  return TracedFunction(tracer.graph(), num_outputs, std::move(write_backs));
+  tracer.finish_symbols();
+  TracedFunction traced(tracer.graph(), num_outputs, std::move(write_backs));
+  traced.set_specializations(tracer.specializations());
+  return traced;
 }
 
 TracedFunction trace(std::function<Tensor(const std::vector<Tensor>&)> fn,
-                     const std::vector<Tensor>& example_inputs) {
+                     const std::vector<Tensor>& example_inputs, const TraceOptions& options) {
   return trace(TraceFn([fn = std::move(fn)](const std::vector<Tensor>& inputs) {
                  return std::vector<Tensor>{fn(inputs)};
                }),
-               example_inputs);
+               example_inputs, options);
 }
 
 }  // namespace kiln

@@ -49,6 +49,10 @@ class TracedFunction {
   // fn's outputs; the graph's outputs after these are the write-backs' values.
   size_t num_outputs() const { return num_outputs_; }
   const std::vector<WriteBack>& write_backs() const { return write_backs_; }
+  // With TraceOptions::dynamic: why each specialized symbol was specialized ("s0 = 8: a size
+  // read as an integer at model.cpp:12 in forward"), in the trace's symbol numbering.
+  const std::vector<std::string>& specializations() const { return specializations_; }
+  void set_specializations(std::vector<std::string> why) { specializations_ = std::move(why); }
 
   // Runs the graph through the interpreter (frontend/compile/interpreter.h), then copies each
   // write-back's value into its argument (without recording autograd history), and returns
@@ -59,13 +63,25 @@ class TracedFunction {
   std::shared_ptr<ir::Graph> graph_;
   size_t num_outputs_;
   std::vector<WriteBack> write_backs_;
+  std::vector<std::string> specializations_;
 };
 
 using TraceFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
+struct TraceOptions {
+  // Trace with symbolic sizes (docs/dynamic_shapes.md): every dim of size 2 or more of a
+  // contiguous example input is a symbol, dims of equal size share one, and the graph runs at
+  // any sizes that bind its symbols consistently. The trace specializes a symbol to its traced
+  // value wherever the function read it as an integer or an op could not compute with it (Note
+  // [Symbolic tracing], frontend/graph_tracer.h); calling the result with sizes the graph no
+  // longer fits throws kiln::Error naming the input and the type it expects.
+  bool dynamic = false;
+};
+
 // Graph inputs are named x0, x1, ... after the position of their example.
-TracedFunction trace(TraceFn fn, const std::vector<Tensor>& example_inputs);
+TracedFunction trace(TraceFn fn, const std::vector<Tensor>& example_inputs,
+                     const TraceOptions& options = {});
 TracedFunction trace(std::function<Tensor(const std::vector<Tensor>&)> fn,
-                     const std::vector<Tensor>& example_inputs);
+                     const std::vector<Tensor>& example_inputs, const TraceOptions& options = {});
 
 }  // namespace kiln

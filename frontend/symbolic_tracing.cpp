@@ -1,0 +1,155 @@
+// The graph tracer's symbolic sizes (Note [Symbolic tracing] in graph_tracer.h): symbols for
+// the inputs' dims, rules over symbols for each recorded op, and the specializations.
+#include <fmt/format.h>
+
+#include "kiln/base/error.h"
+#include "kiln/frontend/graph_tracer.h"
+#include "kiln/ir/symbols.h"
+#include "kiln/runtime/op_def.h"
+
+namespace kiln {
+namespace {
+
+std::string first_line(const char* text) {
+  std::string s = text;
+  size_t nl = s.find('\n');
+  if (nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
+Shape evaluated(const SymShape& s, std::span<const int64_t> hints) {
+  Shape out;
+  out.reserve(s.size());
+  for (const SymInt& v : s)
+    out.push_back(v.evaluate(hints));
+  return out;
+}
+
+}  // namespace
+
+SymShape GraphTracer::resolved(const SymShape& sizes) const {
+  bool any_fixed = false;
+  for (bool f : fixed_)
+    any_fixed = any_fixed || f;
+  if (!any_fixed) return sizes;
+  std::vector<SymInt> replacement;
+  replacement.reserve(hints_.size());
+  for (size_t k = 0; k < hints_.size(); ++k)
+    replacement.push_back(fixed_[k] ? SymInt(hints_[k]) : SymInt::symbol(static_cast<int64_t>(k)));
+  SymShape out;
+  out.reserve(sizes.size());
+  for (const SymInt& s : sizes)
+    out.push_back(s.substitute(replacement));
+  return out;
+}
+
+void GraphTracer::specialize(const ir::TensorType& t, std::string_view why) {
+  if (!t.is_symbolic()) return;
+  for (const SymShape* shape : {&t.sym_sizes, &t.sym_strides}) {
+    for (const SymInt& s : *shape) {
+      for (int64_t id : s.symbols()) {
+        auto k = static_cast<size_t>(id);
+        if (k >= fixed_.size() || fixed_[k]) continue;
+        fixed_[k] = true;
+        why_.push_back(fmt::format("s{} = {}: {}", id, hints_[k], why));
+      }
+    }
+  }
+}
+
+void GraphTracer::specialize_all(std::span<ir::Value* const> values, std::string_view why) {
+  for (const ir::Value* v : values)
+    specialize(v->type(), why);
+}
+
+void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> values,
+                                 const void* attrs, std::vector<ir::TensorType>& types) {
+  if (!symbolic()) return;
+  std::vector<SymShape> sizes, strides;
+  bool any = false;
+  for (const ir::Value* v : values) {
+    sizes.push_back(resolved(v->type().symbolic_sizes()));
+    strides.push_back(resolved(v->type().symbolic_strides()));
+    any = any || !is_static(sizes.back()) || !is_static(strides.back());
+  }
+  if (!any) return;
+  std::string site = short_call_site();
+  auto refuse = [&](std::string_view why) {
+    specialize_all(values, fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why));
+  };
+  if (!op.sym_shape) return refuse("has no shape rule over symbols yet");
+  // How far a random op advances the generator depends on how many values it draws.
+  if (op.has(kRandom)) return refuse("draws as many random numbers as its sizes say");
+  std::vector<SymMetaRef> metas;
+  for (size_t i = 0; i < values.size(); ++i)
+    metas.push_back(
+        SymMetaRef{sizes[i], strides[i], 0, values[i]->type().dtype, values[i]->type().device});
+  std::vector<SymOutputGeometry> geoms;
+  try {
+    geoms = op.sym_shape(op, metas, attrs);
+  } catch (const Error& e) {
+    return refuse(fmt::format("refused the symbolic sizes ({})", first_line(e.what())));
+  }
+  if (geoms.size() != types.size()) return refuse("gave another number of outputs over symbols");
+  const bool view = op.has(kView);
+  for (size_t i = 0; i < geoms.size(); ++i) {
+    const SymOutputGeometry& g = geoms[i];
+    // The rule over symbols at the traced sizes must be what eager computed; a disagreement
+    // would be a bug in a rule, and specializing keeps the graph right anyway.
+    bool same = g.sizes.size() == types[i].sizes.size() &&
+                evaluated(g.sizes, hints_) == types[i].sizes && g.storage_offset.maybe_int();
+    if (same && view) same = evaluated(g.strides, hints_) == types[i].effective_strides();
+    if (!same) return refuse("computed other sizes over symbols than eager did");
+  }
+  for (size_t i = 0; i < geoms.size(); ++i) {
+    const SymOutputGeometry& g = geoms[i];
+    if (is_static(g.sizes) && (!view || is_static(g.strides))) continue;
+    types[i].sym_sizes = g.sizes;
+    if (view && !ir::symbolic_strides_are_contiguous(g.sizes, g.strides)) {
+      types[i].sym_strides = g.strides;
+      types[i].strides = evaluated(g.strides, hints_);
+    }
+  }
+}
+
+void GraphTracer::on_size_read(const Tensor& t, int64_t dim) {
+  if (internal_ > 0 || !symbolic()) return;
+  ir::Value* v = nullptr;
+  {
+    InternalScope internal(internal_);
+    v = find_value(t);
+  }
+  if (v == nullptr) return;
+  std::string site = short_call_site();
+  std::string why = fmt::format("a size read as an integer at {}", site.empty() ? "?" : site);
+  if (dim < 0 || !v->type().is_symbolic()) return specialize(v->type(), why);
+  // One dim read: only its symbols.
+  ir::TensorType one;
+  one.sym_sizes = {v->type().sym_sizes.at(static_cast<size_t>(dim))};
+  specialize(one, why);
+}
+
+std::optional<SymShape> GraphTracer::symbolic_sizes(const Tensor& t) {
+  if (!symbolic()) return std::nullopt;
+  InternalScope internal(internal_);
+  ir::Value* v = find_value(t);
+  if (v == nullptr) return std::nullopt;
+  return resolved(v->type().symbolic_sizes());
+}
+
+void GraphTracer::on_backward() {
+  for (size_t k = 0; k < fixed_.size(); ++k) {
+    if (fixed_[k]) continue;
+    fixed_[k] = true;
+    why_.push_back(
+        fmt::format("s{} = {}: autograd's backward (its saved sizes are integers)", k, hints_[k]));
+  }
+}
+
+void GraphTracer::finish_symbols() {
+  if (!symbolic()) return;
+  graph_->set_symbol_hints(hints_);
+  ir::specialize_symbols(*graph_, fixed_);
+}
+
+}  // namespace kiln

@@ -1,0 +1,217 @@
+// trace() with TraceOptions::dynamic (Note [Symbolic tracing]): the inputs' dims become symbols,
+// the recorded graph computes over them, and it runs at other sizes with the results eager
+// computes there. Every way the trace must specialize a symbol (an integer size read, an op
+// without a rule over symbols, a backward pass) is checked to specialize, so that a graph
+// never reuses a size it read as a constant.
+#include <string>
+
+#include "kiln/config.h"
+#include "kiln/frontend/compile/kernel_codegen.h"
+#include "kiln/ir/verifier.h"
+#include "kiln/passes/fuse.h"
+#include "kiln/passes/lower_fusion_group.h"
+#include "test_util.h"
+
+namespace kiln_test {
+namespace {
+
+using kiln::Shape;
+using kiln::Tensor;
+using kiln::TracedFunction;
+using kiln::TraceOptions;
+
+Tensor input(Shape shape, uint32_t seed) {
+  std::vector<float> v = random_vector<float>(static_cast<size_t>(ref_numel(shape)), -1, 1, seed);
+  return kiln::from_vector(v, std::move(shape));
+}
+
+TracedFunction trace_dynamic(kiln::TraceFn fn, const std::vector<Tensor>& examples) {
+  return kiln::trace(std::move(fn), examples, TraceOptions{.dynamic = true});
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& what) {
+  for (const std::string& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// The graph at each size equals eager at that size, bit for bit: the interpreter runs the same
+// eager kernels.
+void expect_eager_at(const TracedFunction& f, const kiln::TraceFn& fn,
+                     const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> got = f(inputs);
+  std::vector<Tensor> want = fn(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].sizes(), want[i].sizes()) << "output " << i;
+    EXPECT_EQ(got[i].to_vector<float>(), want[i].to_vector<float>()) << "output " << i;
+  }
+}
+
+kiln::TraceFn mlp_head() {
+  return [](const std::vector<Tensor>& x) {
+    Tensor h = (x[0].mm(x[1]) + x[2]).relu();
+    return std::vector<Tensor>{h.softmax(-1), h.mean({0}), (h * h).sum({1}, true)};
+  };
+}
+
+TEST(SymbolicTrace, PointwiseReductionAndMatmulRunAtOtherSizes) {
+  kiln::TraceFn fn = mlp_head();
+  TracedFunction f = trace_dynamic(fn, {input({8, 6}, 1), input({6, 5}, 2), input({5}, 3)});
+  const kiln::ir::Graph& g = f.graph();
+  kiln::ir::verify(g);
+  EXPECT_TRUE(f.specializations().empty()) << f.specializations().front();
+  EXPECT_EQ(g.symbol_hints(), (std::vector<int64_t>{8, 6, 5}));
+  EXPECT_EQ(g.input(0)->type().str(), "f32[s0, s1]");
+  EXPECT_EQ(g.input(1)->type().str(), "f32[s1, s2]");
+  EXPECT_EQ(g.outputs()[2]->type().str(), "f32[s0, 1]");
+  for (auto [b, d, h] : {std::tuple{3, 7, 4}, {13, 2, 9}, {8, 6, 5}, {2, 33, 17}})
+    expect_eager_at(f, fn, {input({b, d}, 4), input({d, h}, 5), input({h}, 6)});
+}
+
+TEST(SymbolicTrace, InPlaceOpsKeepTheirSymbols) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    Tensor y = x[0].clone();
+    y.mul_(x[1]).add_(1.0);
+    return std::vector<Tensor>{y.exp()};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({4, 7}, 1), input({7}, 2)});
+  kiln::ir::verify(f.graph());
+  EXPECT_TRUE(f.specializations().empty()) << f.specializations().front();
+  EXPECT_EQ(f.graph().outputs()[0]->type().str(), "f32[s0, s1]");
+  expect_eager_at(f, fn, {input({9, 3}, 3), input({3}, 4)});
+}
+
+TEST(SymbolicTrace, EqualSizesShareOneSymbol) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) { return std::vector<Tensor>{x[0] * 2.0}; };
+  TracedFunction f = trace_dynamic(fn, {input({8, 8}, 1)});
+  EXPECT_EQ(f.graph().input(0)->type().str(), "f32[s0, s0]");
+  expect_eager_at(f, fn, {input({5, 5}, 2)});
+  // Duck sizing assumed the two dims equal: sizes that break it are refused, not computed.
+  EXPECT_TRUE(throws_error_containing(
+      [&] {
+        f({input({5, 7}, 3)});
+      },
+      {"s0 is 5 from an earlier dim"}));
+}
+
+TEST(SymbolicTrace, SizesZeroAndOneStayIntegers) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) { return std::vector<Tensor>{x[0] + x[1]}; };
+  TracedFunction f = trace_dynamic(fn, {input({6, 1}, 1), input({1, 4}, 2)});
+  EXPECT_EQ(f.graph().input(0)->type().str(), "f32[s0, 1]");
+  EXPECT_EQ(f.graph().outputs()[0]->type().str(), "f32[s0, s1]");
+  expect_eager_at(f, fn, {input({3, 1}, 3), input({1, 9}, 4)});
+  // A symbol never binds 1: broadcasting would change what the graph computes.
+  EXPECT_TRUE(throws_error_containing(
+      [&] {
+        f({input({1, 1}, 5), input({1, 9}, 6)});
+      },
+      {"sizes 0 and 1 are always specialized"}));
+}
+
+TEST(SymbolicTrace, AnIntegerSizeReadSpecializesThatDim) {
+  // 1 / x.size(0) is a constant in the graph: reusing the graph at another batch size would be
+  // wrong, so the read specializes s0 (and only s0).
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    double inv = 1.0 / static_cast<double>(x[0].size(0));
+    return std::vector<Tensor>{x[0].sum({0}) * inv};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({8, 3}, 1)});
+  kiln::ir::verify(f.graph());
+  ASSERT_EQ(f.specializations().size(), 1u);
+  EXPECT_NE(f.specializations()[0].find("s0 = 8: a size read as an integer"), std::string::npos)
+      << f.specializations()[0];
+  EXPECT_EQ(f.graph().input(0)->type().str(), "f32[8, s0]");
+  expect_eager_at(f, fn, {input({8, 11}, 2)});
+  EXPECT_TRUE(throws_error_containing([&] { f({input({5, 3}, 3)}); }, {"dim 0 is 5, not 8"}));
+}
+
+TEST(SymbolicTrace, ReadingAllSizesSpecializesEveryDim) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    double n = static_cast<double>(x[0].numel());
+    return std::vector<Tensor>{x[0] / n};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({4, 3}, 1)});
+  EXPECT_FALSE(f.graph().input(0)->type().is_symbolic());
+  EXPECT_EQ(f.specializations().size(), 2u);
+  EXPECT_TRUE(throws_error_containing([&] { f({input({4, 5}, 2)}); }, {"expects f32[4, 3]"}));
+}
+
+TEST(SymbolicTrace, SymSizeReadsDoNotSpecialize) {
+  std::string seen;
+  kiln::TraceFn fn = [&](const std::vector<Tensor>& x) {
+    kiln::SymInt rows = x[0].sym_size(0);
+    seen = (rows * 2 + 1).str();
+    return std::vector<Tensor>{x[0].relu()};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({6, 4}, 1)});
+  EXPECT_EQ(seen, "2*s0 + 1");
+  EXPECT_TRUE(f.specializations().empty());
+  // Outside a trace, sym_size is the integer.
+  EXPECT_EQ(input({6, 4}, 2).sym_size(1), kiln::SymInt(4));
+}
+
+TEST(SymbolicTrace, AnOpWithoutARuleOverSymbolsSpecializesItsInputs) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{x[0].view({-1}).exp(), x[1].exp()};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({4, 3}, 1), input({5}, 2)});
+  kiln::ir::verify(f.graph());
+  EXPECT_TRUE(mentions(f.specializations(), "view at")) << f.specializations().front();
+  // x1's dim has its own symbol, which view did not touch: it stays symbolic.
+  EXPECT_EQ(f.graph().input(1)->type().str(), "f32[s0]");
+  expect_eager_at(f, fn, {input({4, 3}, 3), input({9}, 4)});
+}
+
+TEST(SymbolicTrace, BackwardSpecializesEverySymbol) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    Tensor w = x[0].detach().requires_grad_();
+    Tensor loss = (w * w).sum();
+    return kiln::autograd::grad({loss}, {w});
+  };
+  TracedFunction f = trace_dynamic(fn, {input({4, 3}, 1)});
+  kiln::ir::verify(f.graph());
+  EXPECT_FALSE(f.graph().has_symbolic_types());
+  EXPECT_TRUE(f.graph().symbol_hints().empty());
+  EXPECT_TRUE(mentions(f.specializations(), "autograd's backward"));
+  expect_eager_at(f, fn, {input({4, 3}, 2)});
+}
+
+// The traced graph fused and lowered: each group is one kernel with size parameters, launched
+// at every size from the symbols bound at the graph's inputs, through the kernel-IR interpreter
+// and through LLVM where it is built in.
+TEST(SymbolicTrace, FusedKernelsTakeTheirSizesAtLaunch) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    Tensor y = (x[0] * x[1] + 1.0).gelu();
+    return std::vector<Tensor>{y, y.mean({1}, true)};
+  };
+  for (kiln::Backend backend : {kiln::Backend::Interpreter, kiln::Backend::LLVM}) {
+    if (backend == kiln::Backend::LLVM && !KILN_WITH_LLVM) continue;
+    TracedFunction f = trace_dynamic(fn, {input({6, 10}, 1), input({10}, 2)});
+    std::shared_ptr<kiln::ir::Graph> g = f.graph_ptr();
+    kiln::passes::fuse(*g, {});
+    kiln::passes::lower_fusion_groups(*g);
+    kiln::compile_detail::compile_kernels(*g, backend, false, nullptr);
+    kiln::ir::verify(*g);
+    size_t groups = 0;
+    for (const kiln::ir::Node* n : g->nodes()) {
+      if (n->kind() != kiln::ir::NodeKind::FusionGroup) continue;
+      ++groups;
+      ASSERT_TRUE(n->fusion_group().kernel);
+      EXPECT_FALSE(n->fusion_group().kernel->sizes().empty()) << n->fusion_group().kernel->str();
+      EXPECT_EQ(static_cast<bool>(n->fusion_group().compiled), backend == kiln::Backend::LLVM);
+    }
+    EXPECT_GE(groups, 1u);
+    for (auto [r, c] : {std::pair{3, 17}, {9, 1031}, {2, 2}}) {
+      std::vector<Tensor> in{input({r, c}, 3), input({c}, 4)};
+      std::vector<Tensor> got = f(in), want = fn(in);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].sizes(), want[i].sizes());
+        EXPECT_ALL_CLOSE(got[i].to_vector<float>(), want[i].to_vector<float>(), 1e-5, 1e-5);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln_test
