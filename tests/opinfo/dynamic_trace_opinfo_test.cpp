@@ -1,0 +1,125 @@
+// trace() with symbolic sizes on every OpInfo sample (Note [Symbolic tracing]), then the traced
+// graph called on the sample's inputs narrowed to smaller sizes, against eager code at those
+// sizes. The graph must either refuse the smaller sizes (a symbol it specialized, a dim it
+// kept an integer) or compute exactly what eager computes: a symbol that survives the trace
+// while some value depended on its traced size would give a wrong answer here, on whichever op
+// reads it.
+#include <cstdio>
+#include <optional>
+
+#include "kiln/runtime/op_table.h"
+#include "opinfo/op_info.h"
+
+namespace kiln_test {
+namespace {
+
+using kiln::Tensor;
+
+struct Counts {
+  int samples = 0;
+  int symbolic = 0;       // traced graphs that kept at least one symbol
+  int compared = 0;       // ran at the smaller sizes, equal to eager
+  int refused = 0;        // the graph refused the smaller sizes (specialized)
+  int eager_refused = 0;  // the op itself refuses the smaller sizes
+  int untraceable = 0;    // the sample cannot be traced (data reads)
+};
+Counts& counts() {
+  static Counts c;
+  return c;
+}
+
+class ReportCounts : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const Counts& c = counts();
+    if (c.samples == 0) return;
+    std::printf(
+        "[dynamic trace opinfo] %d samples traced with symbolic sizes (%d kept symbols, %d not "
+        "traceable); at smaller sizes: %d equal to eager, %d refused by the graph, %d refused by "
+        "eager\n",
+        c.samples, c.symbolic, c.untraceable, c.compared, c.refused, c.eager_refused);
+  }
+};
+[[maybe_unused]] auto* const kReport =
+    ::testing::AddGlobalTestEnvironment(new ReportCounts());  // gtest owns it
+
+// Each dim of size 3 or more one smaller, the same way in every input (sizes that were equal
+// stay equal, as duck sizing assumed): the leading part of each dim, so values (indices,
+// masks) keep their meaning where they still fit.
+std::vector<Tensor> narrowed(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) {
+      out.push_back(t);
+      continue;
+    }
+    Tensor n = t.detach();
+    for (int64_t d = 0; d < n.dim(); ++d) {
+      int64_t size = n.size(d);
+      if (size >= 3) n = n.slice(d, 0, size - 1);
+    }
+    // A fresh storage: a contiguous input stays contiguous, and no later write reaches `t`.
+    out.push_back(t.is_contiguous() ? n.contiguous().clone() : n.clone());
+  }
+  return out;
+}
+
+bool changes_sizes(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].defined() && a[i].sizes() != b[i].sizes()) return true;
+  return false;
+}
+
+void check_sample(const OpInfo& info, const Sample& s) {
+  if (covers_op_with(info, kiln::kRandom) || covers_op_with(info, kiln::kNonTraceable)) return;
+  if (info.name == "empty" || info.name == "empty_like") return;  // uninitialized outputs
+  std::vector<Tensor> inputs;
+  for (const Tensor& t : s.inputs)
+    inputs.push_back(t.defined() ? t.detach().clone() : t);
+  std::optional<kiln::TracedFunction> f;
+  try {
+    f = kiln::trace(s.call, inputs, kiln::TraceOptions{.dynamic = true});
+  } catch (const kiln::Error&) {
+    ++counts().untraceable;  // the plain trace suite checks these errors
+    return;
+  }
+  ++counts().samples;
+  if (f->graph().has_symbolic_types()) ++counts().symbolic;
+  std::vector<Tensor> small = narrowed(s.inputs);
+  if (!changes_sizes(s.inputs, small)) return;
+  std::vector<Tensor> want;
+  try {
+    want = s.call(small);
+  } catch (const kiln::Error&) {
+    ++counts().eager_refused;
+    return;
+  }
+  std::vector<Tensor> got;
+  try {
+    got = (*f)(narrowed(s.inputs));  // fresh copies: the call may write into its inputs
+  } catch (const kiln::Error& e) {
+    // Only the guard at the graph's inputs may refuse: anything else is a graph that accepted
+    // the sizes and then failed to compute with them.
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("but the graph expects"), std::string::npos) << msg;
+    ++counts().refused;
+    return;
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(identical(got[i], want[i])) << "output " << i << "; graph:\n" << f->str();
+  ++counts().compared;
+}
+
+class DynamicTraceOpInfo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DynamicTraceOpInfo, SmallerSizesMatchEagerOrAreRefused) {
+  const OpInfo& info = find_opinfo(GetParam());
+  for_each_sample(info, [&](const Sample& s) { check_sample(info, s); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, DynamicTraceOpInfo, ::testing::ValuesIn(opinfo_names()),
+                         opinfo_test_name);
+
+}  // namespace
+}  // namespace kiln_test
