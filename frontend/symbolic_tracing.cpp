@@ -2,6 +2,9 @@
 // the inputs' dims, rules over symbols for each recorded op, and the specializations.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "kiln/base/error.h"
 #include "kiln/frontend/graph_tracer.h"
 #include "kiln/ir/symbols.h"
@@ -66,13 +69,16 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
                                  const void* attrs, std::vector<ir::TensorType>& types) {
   if (!symbolic()) return;
   std::vector<SymShape> sizes, strides;
-  bool any = false;
+  std::vector<int64_t> symbols;  // the inputs' symbols that are not specialized yet
   for (const ir::Value* v : values) {
     sizes.push_back(resolved(v->type().symbolic_sizes()));
     strides.push_back(resolved(v->type().symbolic_strides()));
-    any = any || !is_static(sizes.back()) || !is_static(strides.back());
+    for (const SymShape* shape : {&sizes.back(), &strides.back()})
+      for (const SymInt& x : *shape)
+        for (int64_t id : x.symbols())
+          if (std::find(symbols.begin(), symbols.end(), id) == symbols.end()) symbols.push_back(id);
   }
-  if (!any) return;
+  if (symbols.empty()) return;
   std::string site = short_call_site();
   auto refuse = [&](std::string_view why) {
     specialize_all(values, fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why));
@@ -80,32 +86,71 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   if (!op.sym_shape) return refuse("has no shape rule over symbols yet");
   // How far a random op advances the generator depends on how many values it draws.
   if (op.has(kRandom)) return refuse("draws as many random numbers as its sizes say");
-  std::vector<SymMetaRef> metas;
-  for (size_t i = 0; i < values.size(); ++i)
-    metas.push_back(
-        SymMetaRef{sizes[i], strides[i], 0, values[i]->type().dtype, values[i]->type().device});
-  std::vector<SymOutputGeometry> geoms;
-  try {
-    geoms = op.sym_shape(op, metas, attrs);
-  } catch (const Error& e) {
-    return refuse(fmt::format("refused the symbolic sizes ({})", first_line(e.what())));
-  }
-  if (geoms.size() != types.size()) return refuse("gave another number of outputs over symbols");
   const bool view = op.has(kView);
-  for (size_t i = 0; i < geoms.size(); ++i) {
-    const SymOutputGeometry& g = geoms[i];
-    // The rule over symbols at the traced sizes must be what eager computed; a disagreement
-    // would be a bug in a rule, and specializing keeps the graph right anyway.
-    bool same = g.sizes.size() == types[i].sizes.size() &&
-                evaluated(g.sizes, hints_) == types[i].sizes && g.storage_offset.maybe_int();
-    if (same && view) same = evaluated(g.strides, hints_) == types[i].effective_strides();
-    if (!same) return refuse("computed other sizes over symbols than eager did");
+  // The rule over symbols, with symbol `also` (if any) replaced by its hint; nullopt, with
+  // `why`, when it refuses or disagrees with eager at the traced sizes (a disagreement would be
+  // a bug in a rule, and specializing keeps the graph right anyway).
+  auto attempt = [&](std::optional<int64_t> also,
+                     std::string* why) -> std::optional<std::vector<SymOutputGeometry>> {
+    std::vector<SymInt> replacement;
+    for (size_t k = 0; k < hints_.size(); ++k)
+      replacement.push_back(also == static_cast<int64_t>(k)
+                                ? SymInt(hints_[k])
+                                : SymInt::symbol(static_cast<int64_t>(k)));
+    std::vector<SymShape> in_sizes = sizes, in_strides = strides;
+    if (also) {
+      for (std::vector<SymShape>* list : {&in_sizes, &in_strides})
+        for (SymShape& shape : *list)
+          for (SymInt& x : shape)
+            x = x.substitute(replacement);
+    }
+    std::vector<SymMetaRef> metas;
+    for (size_t i = 0; i < values.size(); ++i)
+      metas.push_back(SymMetaRef{in_sizes[i], in_strides[i], 0, values[i]->type().dtype,
+                                 values[i]->type().device});
+    std::vector<SymOutputGeometry> geoms;
+    try {
+      geoms = op.sym_shape(op, metas, attrs);
+    } catch (const Error& e) {
+      *why = fmt::format("refused the symbolic sizes ({})", first_line(e.what()));
+      return std::nullopt;
+    }
+    if (geoms.size() != types.size()) {
+      *why = "gave another number of outputs over symbols";
+      return std::nullopt;
+    }
+    for (size_t i = 0; i < geoms.size(); ++i) {
+      const SymOutputGeometry& g = geoms[i];
+      bool same = g.sizes.size() == types[i].sizes.size() &&
+                  evaluated(g.sizes, hints_) == types[i].sizes && g.storage_offset.maybe_int();
+      if (same && view) same = evaluated(g.strides, hints_) == types[i].effective_strides();
+      if (!same) {
+        *why = "computed other sizes over symbols than eager did";
+        return std::nullopt;
+      }
+    }
+    return geoms;
+  };
+  std::string why;
+  std::optional<std::vector<SymOutputGeometry>> geoms = attempt(std::nullopt, &why);
+  // A rule may refuse because of one symbol only (layer_norm's integer normalized_shape against
+  // a symbolic last dim): specializing that one keeps the others, such as the batch dim.
+  for (size_t k = 0; !geoms && symbols.size() > 1 && k < symbols.size(); ++k) {
+    std::string ignored;
+    geoms = attempt(symbols[k], &ignored);
+    if (geoms) {
+      fixed_[static_cast<size_t>(symbols[k])] = true;
+      why_.push_back(fmt::format("s{} = {}: {} at {} {}", symbols[k],
+                                 hints_[static_cast<size_t>(symbols[k])], op.name,
+                                 site.empty() ? "?" : site, why));
+    }
   }
-  for (size_t i = 0; i < geoms.size(); ++i) {
-    const SymOutputGeometry& g = geoms[i];
+  if (!geoms) return refuse(why);
+  for (size_t i = 0; i < geoms->size(); ++i) {
+    SymOutputGeometry& g = (*geoms)[i];
     if (is_static(g.sizes) && (!view || is_static(g.strides))) continue;
-    types[i].sym_sizes = g.sizes;
-    if (view && !ir::symbolic_strides_are_contiguous(g.sizes, g.strides)) {
+    types[i].sym_sizes = std::move(g.sizes);
+    if (view && !ir::symbolic_strides_are_contiguous(types[i].sym_sizes, g.strides)) {
       types[i].sym_strides = g.strides;
       types[i].strides = evaluated(g.strides, hints_);
     }
@@ -137,19 +182,23 @@ std::optional<SymShape> GraphTracer::symbolic_sizes(const Tensor& t) {
   return resolved(v->type().symbolic_sizes());
 }
 
-void GraphTracer::on_backward() {
+void GraphTracer::specialize_everything(std::string_view why) {
   for (size_t k = 0; k < fixed_.size(); ++k) {
     if (fixed_[k]) continue;
     fixed_[k] = true;
-    why_.push_back(
-        fmt::format("s{} = {}: autograd's backward (its saved sizes are integers)", k, hints_[k]));
+    why_.push_back(fmt::format("s{} = {}: {}", k, hints_[k], why));
   }
 }
 
-void GraphTracer::finish_symbols() {
-  if (!symbolic()) return;
+void GraphTracer::on_backward() {
+  specialize_everything("autograd's backward (its saved sizes are integers)");
+}
+
+std::vector<bool> GraphTracer::finish_symbols() {
+  if (!symbolic()) return {};
   graph_->set_symbol_hints(hints_);
   ir::specialize_symbols(*graph_, fixed_);
+  return fixed_;
 }
 
 }  // namespace kiln

@@ -163,6 +163,22 @@ TEST(SymbolicTrace, AnOpWithoutARuleOverSymbolsSpecializesItsInputs) {
   expect_eager_at(f, fn, {input({4, 3}, 3), input({9}, 4)});
 }
 
+TEST(SymbolicTrace, ARuleThatRefusesOneSymbolSpecializesOnlyThatOne) {
+  // layer_norm's normalized_shape is an integer attribute: the last dim must become 16, but the
+  // batch dim stays a symbol.
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{kiln::layer_norm(x[0] * 2.0, {16})};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({8, 16}, 1)});
+  kiln::ir::verify(f.graph());
+  ASSERT_EQ(f.specializations().size(), 1u);
+  EXPECT_NE(f.specializations()[0].find("s1 = 16: layer_norm at"), std::string::npos)
+      << f.specializations()[0];
+  EXPECT_EQ(f.graph().input(0)->type().str(), "f32[s0, 16]");
+  expect_eager_at(f, fn, {input({5, 16}, 2)});
+  EXPECT_TRUE(throws_error_containing([&] { f({input({5, 4}, 3)}); }, {"dim 1 is 4, not 16"}));
+}
+
 TEST(SymbolicTrace, BackwardSpecializesEverySymbol) {
   kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
     Tensor w = x[0].detach().requires_grad_();
