@@ -25,11 +25,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::source_location loc) {
              "matmul: both arguments need at least 1 dimension, got shapes {} and {}",
              shape_str(a.sizes()), shape_str(b.sizes()));
   // The inner dims must agree; checked here so that the message names matmul and the shapes
-  // the user passed, not the internal mm/bmm call on reshaped operands.
-  int64_t k_a = a.size(-1), k_b = db == 1 ? b.size(0) : b.size(-2);
-  KILN_CHECK(k_a == k_b,
-             "matmul: shapes {} and {} cannot be multiplied (inner dimensions {} and {} differ)",
-             shape_str(a.sizes()), shape_str(b.sizes()), k_a, k_b);
+  // the user passed, not the internal mm/bmm call on reshaped operands. Compared as symbolic
+  // sizes first: under a symbolic trace, equal expressions need no integer read, which would
+  // specialize them (Note [Size reads while tracing]).
+  if (!(a.sym_size(-1) == (db == 1 ? b.sym_size(0) : b.sym_size(-2)))) {
+    int64_t k_a = a.size(-1), k_b = db == 1 ? b.size(0) : b.size(-2);
+    KILN_CHECK(k_a == k_b,
+               "matmul: shapes {} and {} cannot be multiplied (inner dimensions {} and {} differ)",
+               shape_str(a.sizes()), shape_str(b.sizes()), k_a, k_b);
+  }
   if (da == 1 && db == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).view({});
   if (da == 2 && db == 2) return mm(a, b);
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);

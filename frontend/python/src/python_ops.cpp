@@ -262,8 +262,10 @@ constexpr int64_t kGilHeldElements = int64_t{1} << 14;
 
 bool releases_gil(std::span<const Tensor> inputs) {
   if (inputs.empty()) return true;
+  // impl()->numel(): the binding's own read, which a symbolic trace must not take for the
+  // user's (Note [Size reads while tracing]).
   for (const Tensor& t : inputs)
-    if (!t.device().is_cpu() || t.numel() >= kGilHeldElements) return true;
+    if (!t.device().is_cpu() || t.impl()->numel() >= kGilHeldElements) return true;
   return false;
 }
 
