@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 
 #include "kiln/base/error.h"
 #include "kiln/base/options.h"
@@ -16,6 +17,7 @@
 #include "kiln/frontend/compile/kernel_codegen.h"
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/compile/segments.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
@@ -53,6 +55,8 @@ struct State {
   std::mutex mu;  // guards everything below; plans themselves are immutable once made
   std::vector<std::shared_ptr<const Plan>> plans;
   std::shared_ptr<const Plan> last;
+  // Input dims made symbolic by automatic dynamic shapes (Note [Symbolic plans]), per input.
+  std::vector<std::vector<bool>> automatic;
   int64_t compiles = 0;
   int64_t cache_hits = 0;
   int64_t eager_calls = 0;
@@ -84,15 +88,122 @@ struct ActiveScope {
   ActiveScope& operator=(const ActiveScope&) = delete;
 };
 
-std::shared_ptr<const Plan> find_plan(State& s, const Signature& sig) {
+// Note [Symbolic plans]
+// A plan whose forward graph kept symbols (Note [Symbolic tracing]) serves any call that has its
+// signature except in the sizes of symbolic inputs, when those sizes bind the symbols
+// (ir::bind_symbols: duck-sized dims equal, no symbol 0 or 1, integer dims unchanged). Which
+// dims are traced as symbols is CompileOptions::dynamic's choice: all of them, none, or (unset)
+// the dims mark_dynamic marked plus the dims a recompile found changed (automatic dynamic
+// shapes). Plans are tried in the order they were made, exact signatures first.
+bool serves(const Plan& p, const Signature& sig, const std::vector<Tensor>& inputs) {
+  if (!p.symbolic || p.signature.grad_mode != sig.grad_mode ||
+      p.signature.inputs.size() != sig.inputs.size())
+    return false;
+  const ir::Graph& g = *p.forward;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const TensorSignature &a = p.signature.inputs[i], &b = sig.inputs[i];
+    if (a.dtype != b.dtype || a.device != b.device || a.requires_grad != b.requires_grad ||
+        a.defined != b.defined || a.shares_storage_with != b.shares_storage_with)
+      return false;
+    if (!a.defined) continue;
+    const ir::TensorType& t = g.input(i)->type();
+    if (!t.is_symbolic()) {
+      if (a.sizes != b.sizes || a.strides != b.strides) return false;
+      continue;
+    }
+    // A symbolic input type is contiguous (Note [Symbolic tracing]).
+    if (b.sizes.size() != t.sym_sizes.size() || !inputs[i].impl()->is_contiguous()) return false;
+  }
+  try {
+    ir::bind_symbols(g, inputs, "compile");
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<const Plan> find_plan(State& s, const Signature& sig,
+                                      const std::vector<Tensor>& inputs) {
+  std::shared_ptr<const Plan> found;
   for (const auto& p : s.plans) {
     if (p->signature == sig) {
-      ++s.cache_hits;
-      s.last = p;
-      return p;
+      found = p;
+      break;
     }
   }
-  return nullptr;
+  for (size_t i = 0; !found && i < s.plans.size(); ++i)
+    if (serves(*s.plans[i], sig, inputs)) found = s.plans[i];
+  if (found) {
+    ++s.cache_hits;
+    s.last = found;
+  }
+  return found;
+}
+
+// The dims of a signature that differ from `before`'s when nothing but sizes differ (same
+// dtypes, devices, ranks, requires_grad, aliasing and grad mode; strides equal or both
+// contiguous), else nullopt.
+std::optional<std::vector<std::vector<bool>>> changed_sizes(const Signature& before,
+                                                            const Signature& after) {
+  if (before.grad_mode != after.grad_mode || before.inputs.size() != after.inputs.size())
+    return std::nullopt;
+  std::vector<std::vector<bool>> changed(after.inputs.size());
+  bool any = false;
+  for (size_t i = 0; i < after.inputs.size(); ++i) {
+    const TensorSignature &a = before.inputs[i], &b = after.inputs[i];
+    if (a.dtype != b.dtype || a.device != b.device || a.requires_grad != b.requires_grad ||
+        a.defined != b.defined || a.shares_storage_with != b.shares_storage_with ||
+        a.sizes.size() != b.sizes.size())
+      return std::nullopt;
+    bool contiguous =
+        strides_are_contiguous(a.sizes, a.strides) && strides_are_contiguous(b.sizes, b.strides);
+    if (!contiguous && a.strides != b.strides) return std::nullopt;
+    changed[i].resize(b.sizes.size());
+    for (size_t d = 0; d < b.sizes.size(); ++d) {
+      changed[i][d] = a.sizes[d] != b.sizes[d];
+      any = any || changed[i][d];
+    }
+  }
+  if (!any) return std::nullopt;
+  return changed;
+}
+
+// The input dims to trace as symbols for this capture (Note [Symbolic plans]); with the
+// default `dynamic`, a recompile caused only by sizes first adds the changed dims to the
+// automatic ones and logs them. Called with s.mu held.
+std::vector<std::vector<bool>> dims_to_trace(State& s, const Signature& sig,
+                                             const std::vector<Tensor>& inputs) {
+  std::vector<std::vector<bool>> dims(inputs.size());
+  if (s.options.dynamic == false) return dims;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    dims[i].assign(static_cast<size_t>(inputs[i].dim()), s.options.dynamic == true);
+    for (int64_t d : dynamic_dims(inputs[i]))
+      dims[i][static_cast<size_t>(d)] = true;
+  }
+  if (s.options.dynamic == true) return dims;
+  for (const auto& p : s.plans) {
+    std::optional<std::vector<std::vector<bool>>> changed = changed_sizes(p->signature, sig);
+    if (!changed) continue;
+    s.automatic.resize(inputs.size());
+    for (size_t i = 0; i < changed->size(); ++i) {
+      s.automatic[i].resize((*changed)[i].size());
+      for (size_t d = 0; d < (*changed)[i].size(); ++d) {
+        if (!(*changed)[i][d] || s.automatic[i][d]) continue;
+        s.automatic[i][d] = true;
+        log_line(
+            "recompiles",
+            fmt::format("{}: input {} dim {} changed size ({} -> {}); it is symbolic from "
+                        "now on (automatic dynamic shapes)",
+                        s.name, i, d, p->signature.inputs[i].sizes[d], sig.inputs[i].sizes[d]));
+      }
+    }
+    break;
+  }
+  for (size_t i = 0; i < s.automatic.size() && i < dims.size(); ++i)
+    for (size_t d = 0; d < s.automatic[i].size() && d < dims[i].size(); ++d)
+      dims[i][d] = dims[i][d] || s.automatic[i][d];
+  return dims;
 }
 
 // Finds or makes the plan for `sig`. Returns null when the cache is full (run eagerly).
@@ -100,12 +211,12 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
                                      const Signature& sig) {
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (auto p = find_plan(s, sig)) return p;
+    if (auto p = find_plan(s, sig, inputs)) return p;
   }
   ActiveScope active(s);
   std::lock_guard<std::mutex> capturing(s.capture_mu);
   std::unique_lock<std::mutex> lock(s.mu);
-  if (auto p = find_plan(s, sig)) return p;  // another thread captured it meanwhile
+  if (auto p = find_plan(s, sig, inputs)) return p;  // another thread captured it meanwhile
   if (static_cast<int64_t>(s.plans.size()) >= s.options.cache_limit) {
     if (!s.warned_cache_full) {
       s.warned_cache_full = true;
@@ -124,10 +235,16 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
                                        describe_change(s.plans.back()->signature, sig)));
   }
   std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
+  std::vector<std::vector<bool>> dims = dims_to_trace(s, sig, inputs);
   lock.unlock();
   std::shared_ptr<Plan> captured =
       capture_plan(s.fn, inputs, sig, s.options.rematerialize, !debug_dir.empty(),
-                   resolve_backend(s.options.backend, any_cuda_input(sig)));
+                   resolve_backend(s.options.backend, any_cuda_input(sig)), dims);
+  for (const std::string& line : captured->symbols) {
+    // A dim asked to be symbolic that the trace specialized: this plan serves only its size.
+    if (line.find("specialized") != std::string::npos)
+      log_line("recompiles", fmt::format("{}: {}", s.name, line));
+  }
   bool writes_an_argument =
       std::any_of(captured->write_backs.begin(), captured->write_backs.end(),
                   [&](const std::pair<size_t, size_t>& w) { return w.first < inputs.size(); });

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,7 +49,26 @@ struct CompileOptions {
   // Recompute cheap pointwise and view ops in backward when that saves memory between forward
   // and backward (Note [Rematerialization], passes/partition.cpp). Off: save what backward reads.
   bool rematerialize = true;
+  // Symbolic sizes (docs/dynamic_shapes.md), as torch.compile's `dynamic`:
+  // - unset (the default): the first call compiles with integer sizes (and symbols for the dims
+  //   mark_dynamic marked). A recompile caused only by changed sizes makes those dims symbolic
+  //   from then on (automatic dynamic shapes), which KILN_LOGS=recompiles reports;
+  // - true: every dim of size 2 or more of a contiguous input is symbolic from the first call;
+  // - false: sizes are always integers; every new size compiles again.
+  // A symbolic plan serves every call whose sizes bind its symbols and counts once against
+  // cache_limit. The trace specializes a symbol where the function reads its size as an
+  // integer or an op cannot compute with it; a backward pass specializes every symbol for now
+  // (Note [Symbolic tracing], frontend/graph_tracer.h).
+  std::optional<bool> dynamic;
 };
+
+// Marks dim `dim` of `t` dynamic (torch._dynamo.mark_dynamic): a compiled function called with
+// `t` traces that dim as a symbol from its first call (unless CompileOptions::dynamic is false).
+// When the trace specializes it anyway, KILN_LOGS=recompiles says where. The mark lives as long
+// as `t`'s TensorImpl. Throws kiln::Error for a dim out of range.
+void mark_dynamic(const Tensor& t, int64_t dim);
+// The dims of `t` that mark_dynamic marked, in increasing order.
+std::vector<int64_t> dynamic_dims(const Tensor& t);
 
 struct CompileStats {            // for the most recent input signature, unless noted
   int64_t compiles = 0;          // signatures compiled so far (all signatures)

@@ -55,15 +55,19 @@ void GraphTracer::set_value(const Tensor& t, ir::Value* v) {
   map_[key_of(t)] = Entry{t.impl()->storage(), v, t.version()};
 }
 
-ir::Value* GraphTracer::add_input(const Tensor& t, std::string name, bool dynamic) {
+ir::Value* GraphTracer::add_input(const Tensor& t, std::string name,
+                                  const std::vector<bool>& dynamic_dims) {
   InternalScope internal(internal_);
   ir::TensorType type = ir::TensorType::of(t);
   // Note [Symbolic tracing]: a non-contiguous input's strides would need symbols of their own.
-  if (dynamic && t.impl()->is_contiguous()) {
+  if (!dynamic_dims.empty() && t.impl()->is_contiguous()) {
     SymShape sym;
     bool any = false;
-    for (int64_t n : t.impl()->sizes()) {
-      if (n < 2) {  // sizes 0 and 1 stay integers: broadcasting depends on them
+    const Shape& sizes = t.impl()->sizes();
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      int64_t n = sizes[d];
+      // Sizes 0 and 1 stay integers: broadcasting depends on them.
+      if (n < 2 || d >= dynamic_dims.size() || !dynamic_dims[d]) {
         sym.emplace_back(n);
         continue;
       }
@@ -73,6 +77,7 @@ ir::Value* GraphTracer::add_input(const Tensor& t, std::string name, bool dynami
         fixed_.push_back(false);
       }
       sym.push_back(SymInt::symbol(it->second));
+      input_symbols_.push_back({graph_->inputs().size(), d, it->second});
       any = true;
     }
     if (any) {

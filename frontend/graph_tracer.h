@@ -33,10 +33,11 @@ class GraphTracer final : public TracingState {
 
   const std::shared_ptr<ir::Graph>& graph() const { return graph_; }
 
-  // A graph input for `t`, named `name`. With `dynamic`, its dims of size 2 or more are symbols
-  // (Note [Symbolic tracing]): dims of equal size share one (duck sizing). A non-contiguous
-  // input stays integer-typed.
-  ir::Value* add_input(const Tensor& t, std::string name, bool dynamic = false);
+  // A graph input for `t`, named `name`. Its dims d with dynamic_dims[d] (none when empty) of
+  // size 2 or more are symbols (Note [Symbolic tracing]): dims of equal size share one (duck
+  // sizing). A non-contiguous input stays integer-typed.
+  ir::Value* add_input(const Tensor& t, std::string name,
+                       const std::vector<bool>& dynamic_dims = {});
 
   // Note [Symbolic tracing]
   // With symbolic inputs, each recorded op's output type is computed again with the op's rule
@@ -55,8 +56,20 @@ class GraphTracer final : public TracingState {
   // that survives was never read, so the graph computes the same at any value of it.
   bool symbolic() const { return !hints_.empty(); }
   // Replaces the specialized symbols in the graph and renumbers the rest; call once, after the
-  // traced function returned and the outputs were added.
-  void finish_symbols();
+  // traced function returned and the outputs were added. Returns which of the trace's symbols
+  // were specialized (for other graphs cloned from this one: ir::specialize_symbols).
+  std::vector<bool> finish_symbols();
+  // Specializes every symbol, for `why`.
+  void specialize_everything(std::string_view why);
+  // (input index, dim, symbol) of each input dim that became a symbol, in the trace's numbering.
+  struct InputSymbol {
+    size_t input;
+    size_t dim;
+    int64_t symbol;
+  };
+  const std::vector<InputSymbol>& input_symbols() const { return input_symbols_; }
+  bool is_specialized(int64_t symbol) const { return fixed_.at(static_cast<size_t>(symbol)); }
+  int64_t hint(int64_t symbol) const { return hints_.at(static_cast<size_t>(symbol)); }
   // The symbols, by number, that were specialized, with why; for logs and tests.
   const std::vector<std::string>& specializations() const { return why_; }
   void on_size_read(const Tensor& t, int64_t dim) override;
@@ -155,6 +168,7 @@ class GraphTracer final : public TracingState {
   std::vector<bool> fixed_;                    // s<k> is specialized
   std::vector<std::string> why_;               // "s0 = 8: read by size() at model.cpp:12"
   std::unordered_map<int64_t, int64_t> duck_;  // a traced size -> its symbol
+  std::vector<InputSymbol> input_symbols_;
   int internal_ = 0;  // > 0 while the tracer itself runs: its size reads are not the user's
   struct InternalScope {
     explicit InternalScope(int& depth) : depth_(depth) { ++depth_; }

@@ -36,7 +36,8 @@ TracedFunction trace(TraceFn fn, const std::vector<Tensor>& example_inputs,
   for (size_t i = 0; i < example_inputs.size(); ++i) {
     const Tensor& t = example_inputs[i];
     KILN_CHECK(t.defined(), "trace: example input {} is an undefined tensor", i);
-    tracer.add_input(t, fmt::format("x{}", i), options.dynamic);
+    std::vector<bool> dims(options.dynamic ? static_cast<size_t>(t.dim()) : 0, true);
+    tracer.add_input(t, fmt::format("x{}", i), dims);
     versions.push_back(t.version());
   }
   ir::Graph& graph = *tracer.graph();

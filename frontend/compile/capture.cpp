@@ -1,6 +1,8 @@
 // Capture of a plan (Note [Compile capture], frontend/compile.h).
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "kiln/base/error.h"
 #include "kiln/base/options.h"
 #include "kiln/base/philox.h"
@@ -9,6 +11,7 @@
 #include "kiln/frontend/compile/plan.h"
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/frontend/graph_tracer.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/partition.h"
 #include "kiln/passes/pipeline.h"
@@ -88,6 +91,7 @@ struct Capture {
   bool record_pass_dumps;
   Backend backend;
   Plan& plan;
+  const std::vector<std::vector<bool>>& dynamic_dims;  // input dims to trace as symbols
   GraphTracer tracer;
   std::vector<Tensor> args;            // detached copies of the inputs, which fn runs on
   std::vector<uint32_t> arg_versions;  // their versions before fn
@@ -116,7 +120,8 @@ StepResult start_trace(Capture& c) {
   c.args = capture_copies(c.inputs);
   for (size_t i = 0; i < c.args.size(); ++i) {
     KILN_CHECK(c.args[i].defined(), "compile: input {} is an undefined tensor", i);
-    c.tracer.add_input(c.args[i], "x" + std::to_string(i));
+    c.tracer.add_input(c.args[i], "x" + std::to_string(i),
+                       i < c.dynamic_dims.size() ? c.dynamic_dims[i] : std::vector<bool>{});
     c.arg_versions.push_back(c.args[i].version());
   }
   c.tracer.lift_outside_tensors(&c.plan.lifted);
@@ -184,9 +189,38 @@ StepResult add_write_backs(Capture& c) {
   return {false, fmt::format("{} write-backs", plan.write_backs.size())};
 }
 
+// Note [Symbolic plans] (compile.cpp): the specialized symbols become integers in the traced
+// graphs, and the plan says what became of each input dim that was asked to be symbolic.
+void finish_symbols(Capture& c) {
+  std::vector<bool> fixed = c.tracer.finish_symbols();
+  if (fixed.empty()) return;
+  if (c.plan.traced) ir::specialize_symbols(*c.plan.traced, fixed);
+  int64_t kept = 0;
+  std::vector<int64_t> renumbered(fixed.size(), -1);
+  for (size_t k = 0; k < fixed.size(); ++k)
+    if (!fixed[k]) renumbered[k] = kept++;
+  for (const GraphTracer::InputSymbol& in : c.tracer.input_symbols()) {
+    int64_t k = in.symbol;
+    if (!fixed[static_cast<size_t>(k)]) {
+      c.plan.symbols.push_back(fmt::format("input {} dim {}: symbolic, s{} (traced at {})",
+                                           in.input, in.dim, renumbered[static_cast<size_t>(k)],
+                                           c.tracer.hint(k)));
+      continue;
+    }
+    std::string why = "?";
+    std::string prefix = fmt::format("s{} = ", k);
+    for (const std::string& w : c.tracer.specializations())
+      if (w.rfind(prefix, 0) == 0) why = w.substr(w.find(": ") + 2);
+    c.plan.symbols.push_back(fmt::format("input {} dim {}: specialized to {}: {}", in.input, in.dim,
+                                         c.tracer.hint(k), why));
+  }
+}
+
 // Graph breaks: no joint graph; each segment captures its own when it first runs.
 StepResult split_at_graph_breaks(Capture& c) {
   if (!has_fallbacks(*c.tracer.graph())) return {};
+  c.tracer.specialize_everything("a graph break (each segment captures at its own sizes)");
+  finish_symbols(c);
   Plan& plan = c.plan;
   plan.forward = c.tracer.graph();
   passes::eliminate_dead_code(*plan.forward);
@@ -263,6 +297,7 @@ StepResult check_generator(Capture& c) {
     return {true, "eager: " + c.plan.eager_reason};
   }
   c.plan.random_blocks = static_cast<int64_t>(after.offset - c.rng_before.offset);
+  finish_symbols(c);
   c.plan.joint = c.tracer.graph();
   return {};
 }
@@ -365,13 +400,14 @@ constexpr std::pair<std::string_view, CaptureStep> kCaptureSteps[] = {
 
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
                                    const Signature& signature, bool rematerialize,
-                                   bool record_pass_dumps, Backend backend) {
+                                   bool record_pass_dumps, Backend backend,
+                                   const std::vector<std::vector<bool>>& dynamic_dims) {
   profiler::RecordScope whole(profiler::ScopeKind::Compile, "compile");
   auto plan = std::make_shared<Plan>();
   plan->rematerialize = rematerialize;
   plan->backend = backend;
   plan->signature = signature;
-  Capture c{fn, inputs, signature, record_pass_dumps, backend, *plan};
+  Capture c{fn, inputs, signature, record_pass_dumps, backend, *plan, dynamic_dims};
   c.rng_before = get_rng_state();
   plan->capture_seed = static_cast<int64_t>(c.rng_before.seed);
   plan->capture_offset = static_cast<int64_t>(c.rng_before.offset);
@@ -387,6 +423,12 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
     GraphTracer& tracer;
     ~RestoreLifted() { tracer.restore_lifted(); }
   } restore{c.tracer};
+  bool any_dynamic = false;
+  for (const std::vector<bool>& dims : dynamic_dims)
+    for (bool d : dims)
+      any_dynamic = any_dynamic || d;
+  std::optional<SymbolicTraceScope> symbolic;
+  if (any_dynamic) symbolic.emplace();  // Note [Size reads while tracing]
   try {
     TracingStateGuard state(&c.tracer);
     IncludeDispatchKeysGuard keys{DispatchKeySet(DispatchKey::Tracer)};
@@ -405,6 +447,8 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
   // The capture drew random numbers as a call would; the plan's run draws them again, so the
   // generator goes back to where the call started (Note [Random ops in plans]).
   set_rng_state(c.rng_before);
+  plan->symbolic =
+      !plan->eager && plan->steps.empty() && plan->forward && plan->forward->has_symbolic_types();
   return plan;
 }
 

@@ -72,6 +72,9 @@ const ir::Graph& require(const std::shared_ptr<ir::Graph>& g, std::string_view s
 
 std::string plan_dump(const Plan& p) {
   std::string s = fmt::format("# signature {}\n", p.signature.str());
+  if (p.symbolic) s += "# symbolic sizes: serves every call whose sizes bind the symbols\n";
+  for (const std::string& line : p.symbols)
+    s += "# " + line + "\n";
   if (p.eager) return s + "# runs eagerly: " + p.eager_reason + "\n";
   if (!p.steps.empty()) {
     s += fmt::format("# {} steps (graph breaks run eagerly between compiled segments)\n",

@@ -64,6 +64,13 @@ struct Plan {
   // (file name, text) of the generated code of every compiled kernel (the LLVM IR before and
   // after optimization, the assembly), when recording dumps.
   std::vector<std::pair<std::string, std::string>> kernel_sources;
+
+  // Symbolic sizes (Note [Symbolic plans], compile.cpp): true when the forward graph kept
+  // symbols, so that the plan serves every call whose sizes bind them. `symbols` describes the
+  // input dims that were asked to be symbolic, what each became and why (for logs and the
+  // debug folder); empty when none were.
+  bool symbolic = false;
+  std::vector<std::string> symbols;
 };
 
 using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
@@ -74,10 +81,12 @@ using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // `record_pass_dumps`: keep the graph after every pass that changed it (Plan::pass_dumps) and
 // the generated kernel sources (Plan::kernel_sources).
 // `backend`: a resolved backend (kernel_codegen.h) that compiles the fusion groups.
+// `dynamic_dims[i][d]`: trace dim d of input i as a symbol (Note [Symbolic tracing]).
 std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inputs,
                                    const Signature& signature, bool rematerialize = true,
                                    bool record_pass_dumps = false,
-                                   Backend backend = Backend::Interpreter);
+                                   Backend backend = Backend::Interpreter,
+                                   const std::vector<std::vector<bool>>& dynamic_dims = {});
 
 // A detached copy with the same sizes and strides (an expanded tensor, whose elements overlap,
 // becomes contiguous): the ops fn calls, such as reshape, choose by layout, and a plan is

@@ -1,0 +1,181 @@
+// CompileOptions::dynamic and mark_dynamic (Note [Symbolic plans]): which calls a symbolic plan
+// serves, when dims become symbolic, what the recompile log says, and that every call still
+// returns what eager returns at its sizes.
+#include <gtest/gtest.h>
+
+#include "compile/compare.h"
+#include "kiln/base/options.h"
+#include "kiln/kiln.h"
+
+namespace kiln_test {
+namespace {
+
+using kiln::CompiledFunction;
+using kiln::Tensor;
+using Fn = CompiledFunction::Fn;
+
+// A head that fuses (bias, gelu, scale) around a product, with a row reduction.
+Fn head() {
+  return [](const std::vector<Tensor>& in) {
+    Tensor h = kiln::gelu(kiln::matmul(in[0], in[1]) + in[2]) * 0.5;
+    return std::vector<Tensor>{h, h.mean({1}, true)};
+  };
+}
+
+std::vector<Tensor> head_inputs(int64_t batch, int64_t d, int64_t hidden) {
+  return {kiln::randn({batch, d}), kiln::randn({d, hidden}), kiln::randn({hidden})};
+}
+
+TEST(DynamicCompile, DynamicTrueServesEverySizeWithOnePlan) {
+  kiln::manual_seed(1);
+  Fn fn = head();
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (auto [b, d, h] : {std::tuple{8, 6, 5}, {3, 7, 4}, {13, 2, 9}, {64, 32, 48}, {2, 5, 3}}) {
+    std::vector<Tensor> in = head_inputs(b, d, h);
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  kiln::CompileStats st = f.stats();
+  EXPECT_EQ(st.compiles, 1);
+  EXPECT_EQ(st.cache_hits, 4);
+  EXPECT_EQ(st.eager_calls, 0);
+  EXPECT_GE(st.forward_kernels, 2);  // the product and at least one fused group
+  std::string dump = f.dump();
+  EXPECT_NE(dump.find("# symbolic sizes"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("input 0 dim 0: symbolic, s0 (traced at 8)"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("size"), std::string::npos) << dump;  // kernels with size parameters
+}
+
+TEST(DynamicCompile, DefaultMakesAChangedDimSymbolicOnTheFirstRecompile) {
+  auto saved = kiln::set_log_topics({"recompiles"});
+  kiln::manual_seed(2);
+  Fn fn = head();
+  CompiledFunction f = kiln::compile(fn, {.name = "auto_head"});
+  testing::internal::CaptureStderr();
+  for (int64_t b : {8, 5, 11, 7, 64}) {
+    std::vector<Tensor> in = head_inputs(b, 6, 5);
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  // The static first plan, then one symbolic plan for every other batch size.
+  EXPECT_EQ(f.stats().compiles, 2);
+  // A second dim changing adds it: one more plan, which serves both.
+  for (int64_t h : {9, 4}) {
+    std::vector<Tensor> in = head_inputs(5, 6, h);
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  kiln::set_log_topics(saved);
+  EXPECT_EQ(f.stats().compiles, 3);
+  EXPECT_NE(err.find("[kiln:recompiles] auto_head: input 0 dim 0 changed size (8 -> 5); it is "
+                     "symbolic from now on (automatic dynamic shapes)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("input 1 dim 1 changed size"), std::string::npos) << err;
+}
+
+TEST(DynamicCompile, DynamicFalseCompilesEverySize) {
+  kiln::manual_seed(3);
+  Fn fn = head();
+  CompiledFunction f = kiln::compile(fn, {.dynamic = false});
+  for (int64_t b : {8, 5, 11}) {
+    std::vector<Tensor> in = head_inputs(b, 6, 5);
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  EXPECT_EQ(f.stats().compiles, 3);
+}
+
+TEST(DynamicCompile, MarkDynamicMakesOneDimSymbolicFromTheFirstCall) {
+  kiln::manual_seed(4);
+  Fn fn = head();
+  CompiledFunction f = kiln::compile(fn);
+  for (int64_t b : {8, 5, 11}) {
+    std::vector<Tensor> in = head_inputs(b, 6, 5);
+    kiln::mark_dynamic(in[0], 0);
+    EXPECT_EQ(kiln::dynamic_dims(in[0]), (std::vector<int64_t>{0}));
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+  EXPECT_TRUE(kiln::dynamic_dims(kiln::randn({3})).empty());
+  EXPECT_THROW(kiln::mark_dynamic(kiln::randn({3}), 1), kiln::Error);
+}
+
+TEST(DynamicCompile, ASizeReadAsAnIntegerSpecializesTheDimAndSaysWhere) {
+  auto saved = kiln::set_log_topics({"recompiles"});
+  // The mean over rows written by hand: 1 / x.size(0) is a constant of the graph.
+  Fn fn = [](const std::vector<Tensor>& in) {
+    double inv = 1.0 / static_cast<double>(in[0].size(0));
+    return std::vector<Tensor>{in[0].sum({0}) * inv};
+  };
+  CompiledFunction f = kiln::compile(fn, {.name = "row_mean", .dynamic = true});
+  testing::internal::CaptureStderr();
+  for (auto [r, c] : {std::pair{8, 3}, {8, 7}, {5, 3}, {5, 9}}) {
+    std::vector<Tensor> in{kiln::randn({r, c})};
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  kiln::set_log_topics(saved);
+  // One plan per row count; the column count stays symbolic in each.
+  EXPECT_EQ(f.stats().compiles, 2);
+  EXPECT_NE(err.find("row_mean: input 0 dim 0: specialized to 8: a size read as an integer at"),
+            std::string::npos)
+      << err;
+}
+
+TEST(DynamicCompile, DuckSizedDimsMustStayEqual) {
+  kiln::manual_seed(5);
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].exp() + 1.0}; };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (auto [r, c] : {std::pair{8, 8}, {5, 5}, {5, 7}, {9, 2}}) {
+    std::vector<Tensor> in{kiln::randn({r, c})};
+    expect_all_close(f(in), fn(in), kPointwiseTol);
+  }
+  // [s0, s0] serves the square calls; [5, 7] does not fit it and compiles [s0, s1].
+  EXPECT_EQ(f.stats().compiles, 2);
+}
+
+TEST(DynamicCompile, ASymbolicPlanCountsOnceAgainstTheCacheLimit) {
+  kiln::manual_seed(6);
+  Fn fn = head();
+  CompiledFunction f = kiln::compile(fn, {.cache_limit = 1, .dynamic = true});
+  for (int64_t b = 2; b < 12; ++b) {
+    std::vector<Tensor> in = head_inputs(b, 6, 5);
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+  EXPECT_EQ(f.stats().eager_calls, 0);
+}
+
+TEST(DynamicCompile, SizesZeroAndOneGetTheirOwnPlans) {
+  kiln::manual_seed(7);
+  Fn fn = head();
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (int64_t b : {8, 1, 5, 1}) {
+    std::vector<Tensor> in = head_inputs(b, 6, 5);
+    expect_all_close(f(in), fn(in), kReductionTol);
+  }
+  EXPECT_EQ(f.stats().compiles, 2);  // [s0, ...] and the batch of 1
+}
+
+// Training steps: autograd saves integer sizes, so the backward specializes every symbol for
+// now (docs/dynamic_shapes.md) and each size compiles; the results stay eager's.
+TEST(DynamicCompile, BackwardSpecializesAndStaysCorrect) {
+  kiln::manual_seed(8);
+  Tensor w = param({6, 5});
+  Fn fn = [w](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{kiln::gelu(kiln::matmul(in[0], w)).sum()};
+  };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (int64_t b : {8, 5}) {
+    Tensor x = kiln::randn({b, 6});
+    w.mutable_grad() = Tensor();
+    f({x})[0].backward();
+    Tensor compiled_grad = w.grad().clone();
+    w.mutable_grad() = Tensor();
+    fn({x})[0].backward();
+    EXPECT_TRUE(close(compiled_grad, w.grad(), kReductionTol));
+  }
+  EXPECT_EQ(f.stats().compiles, 2);
+  EXPECT_NE(f.dump().find("specialized to 5: autograd's backward"), std::string::npos) << f.dump();
+}
+
+}  // namespace
+}  // namespace kiln_test
