@@ -149,3 +149,64 @@ def test_debug_dir_receives_every_stage_as_in_cpp(tmp_path):
     names = {p.name for p in tmp_path.rglob("*") if p.is_file()}
     assert {"summary.txt", "kernels.kir", "repro.kir"} <= names, names
     assert any(n.endswith(".ir") for n in names)
+
+
+def _close(got, want):
+    return got.reshape(-1).tolist() == pytest.approx(want.reshape(-1).tolist(), rel=1e-5,
+                                                     abs=1e-6)
+
+
+def test_dynamic_true_compiles_once_and_shape_reads_specialize(capfd):
+    kiln.manual_seed(0)
+    w = kiln.randn(6, 5)
+
+    @kiln.compile(dynamic=True)
+    def head(x):
+        return F.gelu(x @ w) * 0.5
+
+    for rows in (8, 3, 17):
+        x = kiln.randn(rows, 6)
+        got = head(x)
+        assert tuple(got.shape) == (rows, 5)
+        assert _close(got, F.gelu(x @ w) * 0.5)
+    assert head.stats()["compiles"] == 1
+
+    @kiln.compile(dynamic=True, name="mean_rows")
+    def mean_rows(x):
+        return x.sum(0) / x.size(0)  # a Python int: the plan specializes dim 0 to it
+
+    old = kiln.set_logs(["recompiles"])
+    try:
+        for rows, cols in ((4, 3), (4, 7), (6, 3)):
+            x = kiln.randn(rows, cols)
+            assert _close(mean_rows(x), x.mean(0))
+    finally:
+        kiln.set_logs(old)
+    assert mean_rows.stats()["compiles"] == 2
+    assert "mean_rows: input 0 dim 0: specialized to 4: a size read as an integer" in (
+        capfd.readouterr().err)
+
+    @kiln.compile(dynamic=True)
+    def mean_all(x):
+        return x.sum(0) / x.shape[0]  # x.shape reads every dim: each is specialized
+
+    for rows, cols in ((4, 3), (4, 7)):
+        x = kiln.randn(rows, cols)
+        assert _close(mean_all(x), x.mean(0))
+    assert mean_all.stats()["compiles"] == 2
+    with pytest.raises(TypeError, match="dynamic must be None, True or False"):
+        kiln.compile(lambda x: x, dynamic="yes")
+
+
+def test_mark_dynamic_makes_a_dim_symbolic_from_the_first_call():
+    @kiln.compile
+    def f(x):
+        return x.exp() + 1.0
+
+    for rows in (5, 9, 12):
+        x = kiln.randn(rows, 3)
+        kiln.mark_dynamic(x, 0)
+        assert _close(f(x), x.exp() + 1.0)
+    assert f.stats()["compiles"] == 1
+    with pytest.raises(kiln.KilnError, match="mark_dynamic"):
+        kiln.mark_dynamic(kiln.ones(2), 3)

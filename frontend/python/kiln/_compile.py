@@ -40,7 +40,8 @@ class _Plan:
 
         self.flat_fn = flat_fn  # the C++ object refers to it weakly
         self.compiled = _C._CompiledFunction(flat_fn, owner._backend, owner._cache_limit,
-                                             owner._debug_dir, owner._name, owner._rematerialize)
+                                             owner._debug_dir, owner._name, owner._rematerialize,
+                                             owner._dynamic)
 
     def __call__(self, tensors):
         flat = self.compiled(tensors)
@@ -51,7 +52,7 @@ class _Plan:
 
 class CompiledFunction:
     def __init__(self, fn, backend="auto", debug_dir=None, name=None, cache_limit=8,
-                 rematerialize=True):
+                 rematerialize=True, dynamic=None):
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._backend = backend
@@ -59,6 +60,7 @@ class CompiledFunction:
         self._name = name or getattr(fn, "__name__", None) or f"compiled_fn_{next(_counter)}"
         self._cache_limit = cache_limit
         self._rematerialize = rematerialize
+        self._dynamic = dynamic
         self._plans = {}
         self._by_arity = {}  # plans for calls whose arguments are all tensors, by count
         self._last = None
@@ -123,16 +125,19 @@ class CompiledFunction:
 def compile(fn=None, *, backend="auto", debug_dir=None, name=None, cache_limit=8,
             rematerialize=True, fullgraph=False, dynamic=None, mode=None):
     """Compile ``fn``; usable as ``kiln.compile(fn)``, ``@kiln.compile`` and
-    ``@kiln.compile(backend="llvm", debug_dir="dumps")``. ``fullgraph``, ``dynamic`` and
-    ``mode`` are accepted for torch.compile compatibility; only their defaults are
-    supported."""
-    if fullgraph or dynamic or mode not in (None, "default"):
-        raise NotImplementedError("kiln.compile: fullgraph=True, dynamic=True and mode= are not "
-                                  "supported yet")
+    ``@kiln.compile(backend="llvm", debug_dir="dumps")``. ``dynamic`` is torch.compile's: None
+    (the default) compiles the first call with fixed sizes and makes a dim symbolic once a
+    recompile shows its size changing (see ``kiln.mark_dynamic``), True makes every dim
+    symbolic from the first call, False never does. ``fullgraph`` and ``mode`` are accepted for
+    torch.compile compatibility; only their defaults are supported."""
+    if fullgraph or mode not in (None, "default"):
+        raise NotImplementedError("kiln.compile: fullgraph=True and mode= are not supported yet")
+    if dynamic not in (None, True, False):
+        raise TypeError(f"kiln.compile: dynamic must be None, True or False, got {dynamic!r}")
 
     def wrap(f):
         if not callable(f):
             raise TypeError(f"kiln.compile: expected a callable, got {type(f).__name__}")
-        return CompiledFunction(f, backend, debug_dir, name, cache_limit, rematerialize)
+        return CompiledFunction(f, backend, debug_dir, name, cache_limit, rematerialize, dynamic)
 
     return wrap if fn is None else wrap(fn)

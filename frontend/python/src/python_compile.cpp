@@ -2,6 +2,7 @@
 // The Python half (kiln/_compile.py) flattens arguments and results, keys plans on the
 // structure and the values of Python scalars, and rebuilds the results.
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
 
 #include "kiln/base/options.h"
 #include "kiln/frontend/compile.h"
@@ -15,7 +16,7 @@ void bind_compile(nb::module_& m) {
           "__init__",
           [](CompiledFunction* self, nb::callable fn, const std::string& backend,
              int64_t cache_limit, const std::string& debug_dir, const std::string& name,
-             bool rematerialize) {
+             bool rematerialize, std::optional<bool> dynamic) {
             CompileOptions o;
             if (backend == "auto") {
               o.backend = Backend::Auto;
@@ -34,6 +35,7 @@ void bind_compile(nb::module_& m) {
             o.debug_dir = debug_dir;
             o.name = name;
             o.rematerialize = rematerialize;
+            o.dynamic = dynamic;
             // A weak reference: the Python plan that owns this object holds `fn`, so the
             // cycle plan -> this -> fn -> (whatever fn refers to) -> plan stays visible to
             // Python's garbage collector instead of passing through C++.
@@ -49,7 +51,7 @@ void bind_compile(nb::module_& m) {
             new (self) CompiledFunction(std::move(call), o);
           },
           nb::arg("fn"), nb::arg("backend"), nb::arg("cache_limit"), nb::arg("debug_dir"),
-          nb::arg("name"), nb::arg("rematerialize"))
+          nb::arg("name"), nb::arg("rematerialize"), nb::arg("dynamic").none())
       .def("__call__",
            [](const CompiledFunction& f, const std::vector<Tensor>& inputs) {
              nb::gil_scoped_release release;
@@ -74,6 +76,11 @@ void bind_compile(nb::module_& m) {
             return stage ? f.dump(*stage, dot) : f.dump();
           },
           nb::arg("stage") = nb::none(), nb::arg("dot") = false);
+  m.def(
+      "mark_dynamic", [](const Tensor& t, int64_t dim) { mark_dynamic(t, dim); }, nb::arg("t"),
+      nb::arg("dim"),
+      "Marks dim `dim` of `t` dynamic (torch._dynamo.mark_dynamic): kiln.compile traces it as a "
+      "symbolic size from the first call.");
   m.def("_log_line",
         [](const std::string& topic, const std::string& message) { log_line(topic, message); });
   m.def("_log_topic_enabled", [](const std::string& topic) { return log_topic_enabled(topic); });
