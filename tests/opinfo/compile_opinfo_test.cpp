@@ -63,10 +63,7 @@ class ReportCounts : public ::testing::Environment {
 [[maybe_unused]] auto* const kReport =
     ::testing::AddGlobalTestEnvironment(new ReportCounts());  // gtest owns it
 
-// Bitwise equal, or (floating only) every element within the tolerances of the output's dtype or
-// of `computed_in` (the sample's least precise floating input: a float32 gradient summed into a
-// float64 input carries float32 rounding), relative to the element and to the tensor's largest
-// magnitude (a reduction's rounding scales with it).
+// Bitwise equal, or within the tolerances of compiled code (within_compiled_tolerance).
 ::testing::AssertionResult matches_eager(const Tensor& got, const Tensor& want,
                                          kiln::DType computed_in) {
   ::testing::AssertionResult same = identical(got, want);
@@ -74,27 +71,9 @@ class ReportCounts : public ::testing::Environment {
     ++counts().tensors_bitwise;
     return same;
   }
-  if (!got.defined() || !want.defined() || got.dtype() != want.dtype() ||
-      got.sizes() != want.sizes() || !kiln::is_floating(want.dtype()))
-    return same;
-  auto [rtol, atol] = default_tolerance(want.dtype());
-  auto [rtol_in, atol_in] = default_tolerance(computed_in);
-  rtol = std::max(rtol, rtol_in);
-  atol = std::max(atol, atol_in);
-  std::vector<double> x = got.detach().to_vector<double>(), y = want.detach().to_vector<double>();
-  double scale = 0;
-  for (double v : y)
-    if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i]) && std::isnan(y[i])) continue;
-    if (x[i] == y[i]) continue;
-    if (!std::isfinite(x[i]) || !std::isfinite(y[i]) ||
-        std::abs(x[i] - y[i]) > atol + rtol * (std::abs(y[i]) + scale))
-      return ::testing::AssertionFailure() << "element " << i << ": got " << x[i] << ", want "
-                                           << y[i] << " (not within tolerance either)";
-  }
-  ++counts().tensors_close;
-  return ::testing::AssertionSuccess();
+  ::testing::AssertionResult close = within_compiled_tolerance(got, want, computed_in);
+  if (close) ++counts().tensors_close;
+  return close;
 }
 
 void expect_matches(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
@@ -102,16 +81,6 @@ void expect_matches(const std::vector<Tensor>& got, const std::vector<Tensor>& w
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_TRUE(matches_eager(got[i], want[i], computed_in)) << what << " " << i;
-}
-
-// The sample's least precise floating input dtype (Float64 when it has none).
-kiln::DType least_precise_floating(const std::vector<Tensor>& inputs) {
-  kiln::DType least = kiln::kFloat64;
-  for (const Tensor& t : inputs) {
-    if (!t.defined() || !kiln::is_floating(t.dtype())) continue;
-    if (default_tolerance(t.dtype()).first > default_tolerance(least).first) least = t.dtype();
-  }
-  return least;
 }
 
 // Fresh leaves with the values of `inputs` scaled by `factor` (1: the same values): floating

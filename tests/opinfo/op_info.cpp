@@ -457,6 +457,40 @@ void for_each_sample(const OpInfo& info, const std::function<void(const Sample&)
   }
 }
 
+::testing::AssertionResult within_compiled_tolerance(const kiln::Tensor& got,
+                                                     const kiln::Tensor& want,
+                                                     kiln::DType computed_in) {
+  if (!got.defined() || !want.defined() || got.dtype() != want.dtype() ||
+      got.sizes() != want.sizes() || !kiln::is_floating(want.dtype()))
+    return identical(got, want);
+  auto [rtol, atol] = default_tolerance(want.dtype());
+  auto [rtol_in, atol_in] = default_tolerance(computed_in);
+  rtol = std::max(rtol, rtol_in);
+  atol = std::max(atol, atol_in);
+  std::vector<double> x = got.detach().to_vector<double>(), y = want.detach().to_vector<double>();
+  double scale = 0;
+  for (double v : y)
+    if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) && std::isnan(y[i])) continue;
+    if (x[i] == y[i]) continue;
+    if (!std::isfinite(x[i]) || !std::isfinite(y[i]) ||
+        std::abs(x[i] - y[i]) > atol + rtol * (std::abs(y[i]) + scale))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << x[i] << ", want "
+                                           << y[i] << " (not within tolerance either)";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+kiln::DType least_precise_floating(const std::vector<kiln::Tensor>& inputs) {
+  kiln::DType least = kiln::kFloat64;
+  for (const kiln::Tensor& t : inputs) {
+    if (!t.defined() || !kiln::is_floating(t.dtype())) continue;
+    if (default_tolerance(t.dtype()).first > default_tolerance(least).first) least = t.dtype();
+  }
+  return least;
+}
+
 ::testing::AssertionResult identical(const kiln::Tensor& got, const kiln::Tensor& want) {
   if (got.defined() != want.defined()) {
     return ::testing::AssertionFailure()

@@ -90,6 +90,16 @@ void for_each_sample(const OpInfo& info, const std::function<void(const Sample&)
 // same kernels as eager code (the interpreter, compiled plans), where close is not enough.
 ::testing::AssertionResult identical(const kiln::Tensor& got, const kiln::Tensor& want);
 
+// For compiled code, whose fused reductions sum in their own order and whose pointwise math may
+// contract multiply-adds differently: a floating `got` whose every element is within the
+// tolerances of the output's dtype or of `computed_in` (the sample's least precise floating
+// input), relative to the element and to the tensor's largest magnitude.
+::testing::AssertionResult within_compiled_tolerance(const kiln::Tensor& got,
+                                                     const kiln::Tensor& want,
+                                                     kiln::DType computed_in);
+// The least precise floating dtype among `inputs` (Float64 when none is floating).
+kiln::DType least_precise_floating(const std::vector<kiln::Tensor>& inputs);
+
 // `t` scaled by `factor` (then converted back to t's dtype), in a new storage laid out exactly
 // like t's (same strides and offset):
 // a graph is traced and a plan compiled for their inputs' layouts (reshape copies or views

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "kiln/kiln.h"
 #include "kiln/runtime/op_table.h"
 #include "opinfo/op_info.h"
 
@@ -17,11 +18,14 @@ using kiln::Tensor;
 
 struct Counts {
   int samples = 0;
-  int symbolic = 0;       // traced graphs that kept at least one symbol
-  int compared = 0;       // ran at the smaller sizes, equal to eager
-  int refused = 0;        // the graph refused the smaller sizes (specialized)
-  int eager_refused = 0;  // the op itself refuses the smaller sizes
-  int untraceable = 0;    // the sample cannot be traced (data reads)
+  int symbolic = 0;        // traced graphs that kept at least one symbol
+  int compared = 0;        // ran at the smaller sizes, equal to eager
+  int refused = 0;         // the graph refused the smaller sizes (specialized)
+  int eager_refused = 0;   // the op itself refuses the smaller sizes
+  int untraceable = 0;     // the sample cannot be traced (data reads)
+  int compiled = 0;        // samples compiled with dynamic=True
+  int compiled_calls = 0;  // calls at the smaller sizes compared with eager
+  int one_plan = 0;        // samples whose calls at changed sizes all ran on the first plan
 };
 Counts& counts() {
   static Counts c;
@@ -32,6 +36,11 @@ class ReportCounts : public ::testing::Environment {
  public:
   void TearDown() override {
     const Counts& c = counts();
+    if (c.compiled > 0)
+      std::printf(
+          "[dynamic compile opinfo] %d samples compiled with dynamic=True; %d calls at smaller "
+          "sizes within tolerance of eager; %d samples served at every size by one plan\n",
+          c.compiled, c.compiled_calls, c.one_plan);
     if (c.samples == 0) return;
     std::printf(
         "[dynamic trace opinfo] %d samples traced with symbolic sizes (%d kept symbols, %d not "
@@ -43,10 +52,10 @@ class ReportCounts : public ::testing::Environment {
 [[maybe_unused]] auto* const kReport =
     ::testing::AddGlobalTestEnvironment(new ReportCounts());  // gtest owns it
 
-// Each dim of size 3 or more one smaller, the same way in every input (sizes that were equal
-// stay equal, as duck sizing assumed): the leading part of each dim, so values (indices,
+// Each dim of size 2 + by or more `by` smaller, the same way in every input (sizes that were
+// equal stay equal, as duck sizing assumed): the leading part of each dim, so values (indices,
 // masks) keep their meaning where they still fit.
-std::vector<Tensor> narrowed(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> narrowed(const std::vector<Tensor>& inputs, int64_t by = 1) {
   std::vector<Tensor> out;
   for (const Tensor& t : inputs) {
     if (!t.defined()) {
@@ -56,7 +65,7 @@ std::vector<Tensor> narrowed(const std::vector<Tensor>& inputs) {
     Tensor n = t.detach();
     for (int64_t d = 0; d < n.dim(); ++d) {
       int64_t size = n.size(d);
-      if (size >= 3) n = n.slice(d, 0, size - 1);
+      if (size >= 2 + by) n = n.slice(d, 0, size - by);
     }
     // A fresh storage: a contiguous input stays contiguous, and no later write reaches `t`.
     out.push_back(t.is_contiguous() ? n.contiguous().clone() : n.clone());
@@ -111,6 +120,38 @@ void check_sample(const OpInfo& info, const Sample& s) {
   ++counts().compared;
 }
 
+// At the sample's sizes, then narrowed by 1 and by 2.
+void check_compiled(const OpInfo& info, const Sample& s) {
+  if (covers_op_with(info, kiln::kRandom) || covers_op_with(info, kiln::kNonTraceable)) return;
+  if (info.name == "empty" || info.name == "empty_like") return;  // uninitialized outputs
+  kiln::NoGradGuard no_grad;
+  kiln::CompiledFunction f = kiln::compile(
+      s.call, kiln::CompileOptions{.backend = kiln::Backend::Interpreter, .dynamic = true});
+  kiln::DType computed_in = least_precise_floating(s.inputs);
+  ++counts().compiled;
+  bool changed = false;
+  for (int64_t by = 0; by <= 2; ++by) {
+    std::vector<Tensor> want;
+    try {
+      want = s.call(narrowed(s.inputs, by));
+    } catch (const kiln::Error&) {
+      if (by == 0) throw;  // the sample itself must run
+      continue;            // the op refuses these sizes
+    }
+    std::vector<Tensor> got = f(narrowed(s.inputs, by));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(within_compiled_tolerance(got[i], want[i], computed_in))
+          << "output " << i << " with the inputs narrowed by " << by << "; plan:\n"
+          << f.dump("fused");
+    if (by > 0) {
+      ++counts().compiled_calls;
+      changed = changed || changes_sizes(s.inputs, narrowed(s.inputs, by));
+    }
+  }
+  if (changed && f.stats().compiles == 1) ++counts().one_plan;
+}
+
 class DynamicTraceOpInfo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DynamicTraceOpInfo, SmallerSizesMatchEagerOrAreRefused) {
@@ -119,6 +160,16 @@ TEST_P(DynamicTraceOpInfo, SmallerSizesMatchEagerOrAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, DynamicTraceOpInfo, ::testing::ValuesIn(opinfo_names()),
+                         opinfo_test_name);
+
+class DynamicCompileOpInfo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DynamicCompileOpInfo, SymbolicPlansMatchEagerAtEverySize) {
+  const OpInfo& info = find_opinfo(GetParam());
+  for_each_sample(info, [&](const Sample& s) { check_compiled(info, s); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, DynamicCompileOpInfo, ::testing::ValuesIn(opinfo_names()),
                          opinfo_test_name);
 
 }  // namespace
