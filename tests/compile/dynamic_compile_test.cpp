@@ -3,8 +3,20 @@
 // returns what eager returns at its sizes.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "compile/compare.h"
 #include "kiln/base/options.h"
+#include "kiln/config.h"
+#if KILN_WITH_LLVM
+#include "kiln/codegen/llvm/llvm_backend.h"
+#endif
+#include "kiln/ir/parser.h"
+#include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
 
 namespace kiln_test {
@@ -153,6 +165,57 @@ TEST(DynamicCompile, SizesZeroAndOneGetTheirOwnPlans) {
     expect_all_close(f(in), fn(in), kReductionTol);
   }
   EXPECT_EQ(f.stats().compiles, 2);  // [s0, ...] and the batch of 1
+}
+
+#if KILN_WITH_LLVM
+// The kernels of a symbolic plan are keyed by their kernel IR, which no size is part of: a
+// second function traced at other sizes generates no code.
+TEST(DynamicCompile, SymbolicKernelsAreGeneratedOnceForEverySize) {
+  kiln::manual_seed(9);
+  Fn fn = head();
+  CompiledFunction first = kiln::compile(fn, {.backend = kiln::Backend::LLVM, .dynamic = true});
+  first(head_inputs(8, 6, 5));
+  int64_t before = kiln::codegen::llvm_cache_stats().compiles;
+  CompiledFunction second = kiln::compile(fn, {.backend = kiln::Backend::LLVM, .dynamic = true});
+  for (int64_t b : {3, 40}) {
+    std::vector<Tensor> in = head_inputs(b, 7, 9);
+    expect_all_close(second(in), fn(in), kReductionTol);
+  }
+  EXPECT_EQ(kiln::codegen::llvm_cache_stats().compiles, before);
+  EXPECT_GE(second.stats().forward_kernels, 2);
+}
+#endif
+
+// KILN_DEBUG_DIR of a symbolic plan: the summary lists the symbols, and repro.kir is a symbolic
+// graph that replays at the recorded sizes and at others.
+TEST(DynamicCompile, TheReproOfASymbolicPlanReplaysAtAnySize) {
+  kiln::manual_seed(10);
+  std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("kiln_dynamic_repro_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  Fn fn = head();
+  CompiledFunction f =
+      kiln::compile(fn, {.debug_dir = root.string(), .name = "d", .dynamic = true});
+  {
+    kiln::NoGradGuard no_grad;
+    f(head_inputs(8, 6, 5));
+  }
+  std::filesystem::path dir = root / "d" / "signature_0";
+  std::ifstream summary_file(dir / "summary.txt"), repro_file(dir / "repro.kir");
+  std::stringstream summary, repro;
+  summary << summary_file.rdbuf();
+  repro << repro_file.rdbuf();
+  EXPECT_NE(summary.str().find("input 1 dim 1: symbolic, s2 (traced at 5)"), std::string::npos)
+      << summary.str();
+  std::shared_ptr<kiln::ir::Graph> g = kiln::ir::parse(repro.str());
+  kiln::ir::verify(*g);
+  EXPECT_EQ(g->symbol_hints(), (std::vector<int64_t>{8, 6, 5}));
+  kiln::TensorFile inputs = kiln::load_tensors((dir / "repro.inputs").string());
+  kiln::TensorFile outputs = kiln::load_tensors((dir / "repro.outputs").string());
+  expect_all_close(kiln::interpret(*g, inputs.tensors), outputs.tensors, kReductionTol);
+  std::vector<Tensor> other = head_inputs(3, 4, 7);
+  expect_all_close(kiln::interpret(*g, other), fn(other), kReductionTol);
+  std::filesystem::remove_all(root);
 }
 
 // Training steps: autograd saves integer sizes, so the backward specializes every symbol for
