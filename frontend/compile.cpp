@@ -95,30 +95,43 @@ struct ActiveScope {
 // dims are traced as symbols is CompileOptions::dynamic's choice: all of them, none, or (unset)
 // the dims mark_dynamic marked plus the dims a recompile found changed (automatic dynamic
 // shapes). Plans are tried in the order they were made, exact signatures first.
-bool serves(const Plan& p, const Signature& sig, const std::vector<Tensor>& inputs) {
-  if (!p.symbolic || p.signature.grad_mode != sig.grad_mode ||
-      p.signature.inputs.size() != sig.inputs.size())
+// `why` (when given) says why not, for the recompile log.
+bool serves(const Plan& p, const Signature& sig, const std::vector<Tensor>& inputs,
+            std::string* why = nullptr) {
+  auto no = [&](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
     return false;
+  };
+  if (!p.symbolic) return false;
+  if (p.signature.grad_mode != sig.grad_mode || p.signature.inputs.size() != sig.inputs.size())
+    return no("another grad mode or number of inputs");
   const ir::Graph& g = *p.forward;
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
     const TensorSignature &a = p.signature.inputs[i], &b = sig.inputs[i];
     if (a.dtype != b.dtype || a.device != b.device || a.requires_grad != b.requires_grad ||
         a.defined != b.defined || a.shares_storage_with != b.shares_storage_with)
-      return false;
+      return no(fmt::format("input {} differs in more than its sizes", i));
     if (!a.defined) continue;
     const ir::TensorType& t = g.input(i)->type();
     if (!t.is_symbolic()) {
-      if (a.sizes != b.sizes || a.strides != b.strides) return false;
+      if (a.sizes != b.sizes || a.strides != b.strides)
+        return no(fmt::format("input {} has sizes {}, and the plan has it as {}", i,
+                              shape_str(b.sizes), t.str()));
       continue;
     }
     // A symbolic input type is contiguous (Note [Symbolic tracing]).
-    if (b.sizes.size() != t.sym_sizes.size() || !inputs[i].impl()->is_contiguous()) return false;
+    if (b.sizes.size() != t.sym_sizes.size() || !inputs[i].impl()->is_contiguous())
+      return no(
+          fmt::format("input {} is not a contiguous tensor of {} dims", i, t.sym_sizes.size()));
   }
+  std::vector<int64_t> values;
   try {
-    ir::bind_symbols(g, inputs, "compile");
-  } catch (const Error&) {
-    return false;
+    values = ir::bind_symbols(g, inputs, "the symbolic plan");
+  } catch (const Error& e) {
+    return no(e.what());
   }
+  for (const SymFact& f : p.guards)
+    if (!f.holds(values)) return no("its guard " + f.str() + " fails");
   return true;
 }
 
@@ -230,9 +243,17 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
     return nullptr;
   }
   if (!s.plans.empty()) {
-    log_line("recompiles", fmt::format("{}: recompiling (signature {} of at most {}): {}", s.name,
-                                       s.plans.size() + 1, s.options.cache_limit,
-                                       describe_change(s.plans.back()->signature, sig)));
+    std::string line =
+        fmt::format("{}: recompiling (signature {} of at most {}): {}", s.name, s.plans.size() + 1,
+                    s.options.cache_limit, describe_change(s.plans.back()->signature, sig));
+    // Note [Symbolic plans]: why the most recent symbolic plan does not serve this call.
+    for (auto it = s.plans.rbegin(); it != s.plans.rend(); ++it) {
+      std::string why;
+      if (!(*it)->symbolic || serves(**it, sig, inputs, &why)) continue;
+      line += "; the symbolic plan for " + (*it)->signature.str() + " does not fit: " + why;
+      break;
+    }
+    log_line("recompiles", line);
   }
   std::string debug_dir = s.options.debug_dir.empty() ? options().debug_dir : s.options.debug_dir;
   std::vector<std::vector<bool>> dims = dims_to_trace(s, sig, inputs);

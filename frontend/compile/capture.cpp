@@ -449,6 +449,11 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
   set_rng_state(c.rng_before);
   plan->symbolic =
       !plan->eager && plan->steps.empty() && plan->forward && plan->forward->has_symbolic_types();
+  if (plan->symbolic) {
+    for (size_t k = 0; k < plan->forward->symbol_hints().size(); ++k)
+      plan->guards.push_back(
+          SymFact{SymInt::symbol(static_cast<int64_t>(k)), SymFact::Relation::kGe, 2});
+  }
   return plan;
 }
 

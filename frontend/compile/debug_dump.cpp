@@ -72,7 +72,12 @@ const ir::Graph& require(const std::shared_ptr<ir::Graph>& g, std::string_view s
 
 std::string plan_dump(const Plan& p) {
   std::string s = fmt::format("# signature {}\n", p.signature.str());
-  if (p.symbolic) s += "# symbolic sizes: serves every call whose sizes bind the symbols\n";
+  if (p.symbolic) {
+    s += "# symbolic sizes: serves every call whose sizes bind the symbols; guards:";
+    for (size_t i = 0; i < p.guards.size(); ++i)
+      s += (i == 0 ? " " : ", ") + p.guards[i].str();
+    s += "\n";
+  }
   for (const std::string& line : p.symbols)
     s += "# " + line + "\n";
   if (p.eager) return s + "# runs eagerly: " + p.eager_reason + "\n";

@@ -71,6 +71,10 @@ struct Plan {
   // debug folder); empty when none were.
   bool symbolic = false;
   std::vector<std::string> symbols;
+  // What a call's symbol values must satisfy besides binding consistently (duck-sized dims are
+  // one symbol, so their equality needs no fact): every symbol at least 2, as sizes 0 and 1
+  // are specialized.
+  std::vector<SymFact> guards;
 };
 
 using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

@@ -52,7 +52,10 @@ TEST(DynamicCompile, DynamicTrueServesEverySizeWithOnePlan) {
   EXPECT_EQ(st.eager_calls, 0);
   EXPECT_GE(st.forward_kernels, 2);  // the product and at least one fused group
   std::string dump = f.dump();
-  EXPECT_NE(dump.find("# symbolic sizes"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("# symbolic sizes: serves every call whose sizes bind the symbols; "
+                      "guards: s0 >= 2, s1 >= 2, s2 >= 2"),
+            std::string::npos)
+      << dump;
   EXPECT_NE(dump.find("input 0 dim 0: symbolic, s0 (traced at 8)"), std::string::npos) << dump;
   EXPECT_NE(dump.find("size"), std::string::npos) << dump;  // kernels with size parameters
 }
@@ -82,6 +85,10 @@ TEST(DynamicCompile, DefaultMakesAChangedDimSymbolicOnTheFirstRecompile) {
             std::string::npos)
       << err;
   EXPECT_NE(err.find("input 1 dim 1 changed size"), std::string::npos) << err;
+  // The recompile says why the symbolic plan did not serve the call.
+  EXPECT_NE(err.find("does not fit: input 1 has sizes [6, 9], and the plan has it as f32[6, 5]"),
+            std::string::npos)
+      << err;
 }
 
 TEST(DynamicCompile, DynamicFalseCompilesEverySize) {
