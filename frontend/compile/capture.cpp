@@ -120,7 +120,7 @@ StepResult start_trace(Capture& c) {
   c.args = capture_copies(c.inputs);
   for (size_t i = 0; i < c.args.size(); ++i) {
     KILN_CHECK(c.args[i].defined(), "compile: input {} is an undefined tensor", i);
-    c.tracer.add_input(c.args[i], "x" + std::to_string(i),
+    c.tracer.add_input(c.args[i], fmt::format("x{}", i),
                        i < c.dynamic_dims.size() ? c.dynamic_dims[i] : std::vector<bool>{});
     c.arg_versions.push_back(c.args[i].version());
   }
@@ -269,7 +269,7 @@ StepResult trace_backward(Capture& c) {
       z = empty_tensor(diff_outputs[k].sizes(), diff_outputs[k].dtype(), diff_outputs[k].device())
               .zero_();
     }
-    c.tracer.add_input(z, "g" + std::to_string(k));
+    c.tracer.add_input(z, fmt::format("g{}", k));
     tangents.push_back(z);
   }
   profiler::RecordScope scope(profiler::ScopeKind::Compile, "trace backward");

@@ -12,8 +12,15 @@ namespace {
 std::string tensor_str(const TensorSignature& t) {
   if (!t.defined) return "undefined";
   std::string s = fmt::format("{}{}", ir::dtype_short_name(t.dtype), shape_str(t.sizes));
-  if (!t.device.is_cpu()) s += " " + t.device.str();
-  if (!strides_are_contiguous(t.sizes, t.strides)) s += " strided" + shape_str(t.strides);
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on `" " + t.device.str()`.
+  if (!t.device.is_cpu()) {
+    s += ' ';
+    s += t.device.str();
+  }
+  if (!strides_are_contiguous(t.sizes, t.strides)) {
+    s += " strided";
+    s += shape_str(t.strides);
+  }
   if (t.requires_grad) s += " requires_grad";
   if (t.shares_storage_with >= 0) s += fmt::format(" aliases input {}", t.shares_storage_with);
   return s;
