@@ -122,7 +122,7 @@ ir::Value* GraphTracer::value_of(const Tensor& t) {
     lifted_snapshots_.emplace_back();  // taken before the first write (snapshot_lifted_on)
     lifted_versions_.push_back(t.version());
     lifted_->push_back(t);
-    return add_input(t, "p" + std::to_string(lifted_->size() - 1));
+    return add_input(t, fmt::format("p{}", lifted_->size() - 1));
   }
   // Under trace(), a tensor from outside the traced function (a captured weight) is a
   // constant, as is one built from host data.

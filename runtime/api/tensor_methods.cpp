@@ -53,8 +53,12 @@ SymShape Tensor::sym_sizes() const {
   return to_sym_shape(checked()->sizes());
 }
 SymInt Tensor::sym_size(int64_t dim) const {
-  SymShape s = sym_sizes();
-  return s[static_cast<size_t>(wrap_dim("sym_size", dim, this->dim()))];
+  auto d = static_cast<size_t>(wrap_dim("sym_size", dim, this->dim()));
+  if (is_tracing()) {
+    if (std::optional<SymShape> sizes = current_tracing_state()->symbolic_sizes(*this))
+      return (*sizes)[d];
+  }
+  return checked()->sizes()[d];  // no SymShape built outside a symbolic trace
 }
 int64_t Tensor::stride(int64_t dim) const {
   return strides()[static_cast<size_t>(wrap_dim("stride", dim, this->dim()))];

@@ -63,7 +63,7 @@ std::vector<Tensor> mlp_inputs(bool requires_grad) {
 }
 
 std::string golden_path(const std::string& name) {
-  return std::string(KILN_GOLDEN_DIR) + "/traced/" + name + ".ir";
+  return fmt::format("{}/traced/{}.ir", KILN_GOLDEN_DIR, name);
 }
 
 void check_golden(const std::string& name, const kiln::TracedFunction& f) {

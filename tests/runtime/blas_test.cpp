@@ -44,9 +44,12 @@ TEST(Blas, CoreChoiceFollowsTheCpuFeatures) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
     EXPECT_TRUE(core == "SkylakeX" || core == "Cooperlake") << core;
-  if (__builtin_cpu_is("amd")) EXPECT_EQ(core, "") << "AMD cores are OpenBLAS's to detect";
+  }
+  if (__builtin_cpu_is("amd")) {
+    EXPECT_EQ(core, "") << "AMD cores are OpenBLAS's to detect";
+  }
 #endif
   EXPECT_TRUE(blas::is_generic_core("Prescott"));
   EXPECT_FALSE(blas::is_generic_core("Haswell"));
