@@ -83,8 +83,16 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
                                       std::span<const int64_t> symbols) {
   const kir::Kernel& kernel = *node.fusion_group().kernel;
   std::vector<Tensor> buffers = args;
+  // A symbolic type at this call's symbols; an integer type is used as it is (the launch is
+  // the hot path of a plan: no copies for static graphs).
+  ir::TensorType evaluated;
+  auto at_call = [&](const ir::TensorType& t) -> const ir::TensorType& {
+    if (!t.is_symbolic()) return t;
+    evaluated = ir::evaluate_type(t, symbols);
+    return evaluated;
+  };
   for (size_t i = 0; i < args.size(); ++i) {
-    const ir::TensorType t = ir::evaluate_type(node.input(i)->type(), symbols);
+    const ir::TensorType& t = at_call(node.input(i)->type());
     // The gradients autograd hands to a backward graph come in any layout (an expanded scalar
     // from sum().backward(), say) although the graph types them contiguous: copy those.
     if (t.is_contiguous() && args[i].sizes() == t.sizes &&
@@ -98,11 +106,12 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
   }
   std::vector<Tensor> outputs;
   for (const ir::Value* v : node.outputs()) {
-    Shape sizes = ir::evaluate_type(v->type(), symbols).sizes;
-    outputs.push_back(empty_tensor(sizes, v->type().dtype, v->type().device));
+    const ir::TensorType& t = at_call(v->type());
+    outputs.push_back(empty_tensor(t.sizes, t.dtype, t.device));
     buffers.push_back(outputs.back());
   }
-  std::vector<int64_t> sizes = size_arguments(kernel, symbols);
+  std::vector<int64_t> sizes;
+  if (!symbols.empty()) sizes = size_arguments(kernel, symbols);
   const auto& compiled = node.fusion_group().compiled;
   profiler::RecordScope scope(profiler::ScopeKind::Kernel, kernel.name,
                               compiled ? compiled->backend() : "interpreter");
