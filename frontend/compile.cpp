@@ -108,8 +108,7 @@ bool serves(const Plan& p, const Signature& sig, const std::vector<Tensor>& inpu
   const ir::Graph& g = *p.forward;
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
     const TensorSignature &a = p.signature.inputs[i], &b = sig.inputs[i];
-    if (a.dtype != b.dtype || a.device != b.device || a.requires_grad != b.requires_grad ||
-        a.defined != b.defined || a.shares_storage_with != b.shares_storage_with)
+    if (!same_but_geometry(a, b))
       return no(fmt::format("input {} differs in more than its sizes", i));
     if (!a.defined) continue;
     const ir::TensorType& t = g.input(i)->type();
@@ -164,10 +163,7 @@ std::optional<std::vector<std::vector<bool>>> changed_sizes(const Signature& bef
   bool any = false;
   for (size_t i = 0; i < after.inputs.size(); ++i) {
     const TensorSignature &a = before.inputs[i], &b = after.inputs[i];
-    if (a.dtype != b.dtype || a.device != b.device || a.requires_grad != b.requires_grad ||
-        a.defined != b.defined || a.shares_storage_with != b.shares_storage_with ||
-        a.sizes.size() != b.sizes.size())
-      return std::nullopt;
+    if (!same_but_geometry(a, b) || a.sizes.size() != b.sizes.size()) return std::nullopt;
     bool contiguous =
         strides_are_contiguous(a.sizes, a.strides) && strides_are_contiguous(b.sizes, b.strides);
     if (!contiguous && a.strides != b.strides) return std::nullopt;
@@ -246,8 +242,10 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
     std::string line =
         fmt::format("{}: recompiling (signature {} of at most {}): {}", s.name, s.plans.size() + 1,
                     s.options.cache_limit, describe_change(s.plans.back()->signature, sig));
-    // Note [Symbolic plans]: why the most recent symbolic plan does not serve this call.
-    for (auto it = s.plans.rbegin(); it != s.plans.rend(); ++it) {
+    // Note [Symbolic plans]: why the most recent symbolic plan does not serve this call (bound
+    // again only when the line is printed).
+    for (auto it = s.plans.rbegin(); log_topic_enabled("recompiles") && it != s.plans.rend();
+         ++it) {
       std::string why;
       if (!(*it)->symbolic || serves(**it, sig, inputs, &why)) continue;
       line += "; the symbolic plan for " + (*it)->signature.str() + " does not fit: " + why;
@@ -261,10 +259,9 @@ std::shared_ptr<const Plan> plan_for(State& s, const std::vector<Tensor>& inputs
   std::shared_ptr<Plan> captured =
       capture_plan(s.fn, inputs, sig, s.options.rematerialize, !debug_dir.empty(),
                    resolve_backend(s.options.backend, any_cuda_input(sig)), dims);
-  for (const std::string& line : captured->symbols) {
+  for (const SymbolicDim& d : captured->symbolic_dims) {
     // A dim asked to be symbolic that the trace specialized: this plan serves only its size.
-    if (line.find("specialized") != std::string::npos)
-      log_line("recompiles", fmt::format("{}: {}", s.name, line));
+    if (d.specialized()) log_line("recompiles", fmt::format("{}: {}", s.name, d.str()));
   }
   bool writes_an_argument =
       std::any_of(captured->write_backs.begin(), captured->write_backs.end(),

@@ -74,7 +74,7 @@ ir::Value* GraphTracer::add_input(const Tensor& t, std::string name,
       auto [it, added] = duck_.emplace(n, static_cast<int64_t>(hints_.size()));
       if (added) {
         hints_.push_back(n);
-        fixed_.push_back(false);
+        why_.emplace_back();
       }
       sym.push_back(SymInt::symbol(it->second));
       input_symbols_.push_back({graph_->inputs().size(), d, it->second});

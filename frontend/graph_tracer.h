@@ -56,9 +56,9 @@ class GraphTracer final : public TracingState {
   // that survives was never read, so the graph computes the same at any value of it.
   bool symbolic() const { return !hints_.empty(); }
   // Replaces the specialized symbols in the graph and renumbers the rest; call once, after the
-  // traced function returned and the outputs were added. Returns which of the trace's symbols
-  // were specialized (for other graphs cloned from this one: ir::specialize_symbols).
-  std::vector<bool> finish_symbols();
+  // traced function returned and the outputs were added. Returns each trace symbol's new
+  // number, -1 for a specialized one (ir::specialize_symbols); empty without symbols.
+  std::vector<int64_t> finish_symbols();
   // Specializes every symbol, for `why`.
   void specialize_everything(std::string_view why);
   // (input index, dim, symbol) of each input dim that became a symbol, in the trace's numbering.
@@ -68,10 +68,14 @@ class GraphTracer final : public TracingState {
     int64_t symbol;
   };
   const std::vector<InputSymbol>& input_symbols() const { return input_symbols_; }
-  bool is_specialized(int64_t symbol) const { return fixed_.at(static_cast<size_t>(symbol)); }
   int64_t hint(int64_t symbol) const { return hints_.at(static_cast<size_t>(symbol)); }
-  // The symbols, by number, that were specialized, with why; for logs and tests.
-  const std::vector<std::string>& specializations() const { return why_; }
+  // Why trace symbol `symbol` was specialized; empty while it is a symbol.
+  const std::string& specialization(int64_t symbol) const {
+    return why_.at(static_cast<size_t>(symbol));
+  }
+  // "s0 = 8: a size read as an integer at model.cpp:12 in forward" for each specialized symbol,
+  // in the trace's numbering; for logs and tests.
+  std::vector<std::string> specializations() const;
   void on_size_read(const Tensor& t, int64_t dim) override;
   std::optional<SymShape> symbolic_sizes(const Tensor& t) override;
   void on_backward() override;
@@ -154,8 +158,13 @@ class GraphTracer final : public TracingState {
   ir::Value* add_node(const OpDef& op, std::span<ir::Value* const> inputs, const void* attrs,
                       ir::TensorType type, const std::string& site);
 
-  // Note [Symbolic tracing]: `sizes` with the specialized symbols replaced by their hints.
+  // Note [Symbolic tracing]: s<k> -> its hint where specialized (and for k == `also`), else s<k>.
+  std::vector<SymInt> replacement(std::optional<int64_t> also = std::nullopt) const;
+  // `sizes` with the specialized symbols replaced by their hints.
   SymShape resolved(const SymShape& sizes) const;
+  bool is_fixed(int64_t symbol) const { return !why_[static_cast<size_t>(symbol)].empty(); }
+  // Specializes `symbol` for `why` (non-empty), unless it already is.
+  void fix(int64_t symbol, std::string why);
   // Marks every symbol of `t` specialized, for `why`.
   void specialize(const ir::TensorType& t, std::string_view why);
   void specialize_all(std::span<ir::Value* const> values, std::string_view why);
@@ -164,9 +173,10 @@ class GraphTracer final : public TracingState {
   void attach_symbols(const OpDef& op, std::span<ir::Value* const> values, const void* attrs,
                       std::vector<ir::TensorType>& types);
 
-  std::vector<int64_t> hints_;                 // s<k>'s traced value
-  std::vector<bool> fixed_;                    // s<k> is specialized
-  std::vector<std::string> why_;               // "s0 = 8: read by size() at model.cpp:12"
+  std::vector<int64_t> hints_;  // s<k>'s traced value
+  // Why s<k> was specialized ("a size read as an integer at model.cpp:12 in forward"); empty
+  // while it is a symbol.
+  std::vector<std::string> why_;
   std::unordered_map<int64_t, int64_t> duck_;  // a traced size -> its symbol
   std::vector<InputSymbol> input_symbols_;
   int internal_ = 0;  // > 0 while the tracer itself runs: its size reads are not the user's

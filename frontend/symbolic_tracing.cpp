@@ -20,44 +20,41 @@ std::string first_line(const char* text) {
   return s;
 }
 
-Shape evaluated(const SymShape& s, std::span<const int64_t> hints) {
-  Shape out;
-  out.reserve(s.size());
-  for (const SymInt& v : s)
-    out.push_back(v.evaluate(hints));
+}  // namespace
+
+std::vector<SymInt> GraphTracer::replacement(std::optional<int64_t> also) const {
+  std::vector<SymInt> out;
+  out.reserve(hints_.size());
+  for (size_t k = 0; k < hints_.size(); ++k) {
+    auto id = static_cast<int64_t>(k);
+    out.push_back(is_fixed(id) || also == id ? SymInt(hints_[k]) : SymInt::symbol(id));
+  }
   return out;
 }
 
-}  // namespace
-
 SymShape GraphTracer::resolved(const SymShape& sizes) const {
-  bool any_fixed = false;
-  for (bool f : fixed_)
-    any_fixed = any_fixed || f;
-  if (!any_fixed) return sizes;
-  std::vector<SymInt> replacement;
-  replacement.reserve(hints_.size());
-  for (size_t k = 0; k < hints_.size(); ++k)
-    replacement.push_back(fixed_[k] ? SymInt(hints_[k]) : SymInt::symbol(static_cast<int64_t>(k)));
-  SymShape out;
-  out.reserve(sizes.size());
-  for (const SymInt& s : sizes)
-    out.push_back(s.substitute(replacement));
+  bool any_fixed = std::any_of(why_.begin(), why_.end(), [](const auto& w) { return !w.empty(); });
+  return any_fixed ? ir::substitute_sizes(sizes, replacement()) : sizes;
+}
+
+void GraphTracer::fix(int64_t symbol, std::string why) {
+  std::string& slot = why_.at(static_cast<size_t>(symbol));
+  if (slot.empty()) slot = std::move(why);
+}
+
+std::vector<std::string> GraphTracer::specializations() const {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < why_.size(); ++k)
+    if (!why_[k].empty()) out.push_back(fmt::format("s{} = {}: {}", k, hints_[k], why_[k]));
   return out;
 }
 
 void GraphTracer::specialize(const ir::TensorType& t, std::string_view why) {
   if (!t.is_symbolic()) return;
-  for (const SymShape* shape : {&t.sym_sizes, &t.sym_strides}) {
-    for (const SymInt& s : *shape) {
-      for (int64_t id : s.symbols()) {
-        auto k = static_cast<size_t>(id);
-        if (k >= fixed_.size() || fixed_[k]) continue;
-        fixed_[k] = true;
-        why_.push_back(fmt::format("s{} = {}: {}", id, hints_[k], why));
-      }
-    }
-  }
+  for (const SymShape* shape : {&t.sym_sizes, &t.sym_strides})
+    for (const SymInt& s : *shape)
+      for (int64_t id : s.symbols())
+        fix(id, std::string(why));
 }
 
 void GraphTracer::specialize_all(std::span<ir::Value* const> values, std::string_view why) {
@@ -92,17 +89,12 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   // a bug in a rule, and specializing keeps the graph right anyway).
   auto attempt = [&](std::optional<int64_t> also,
                      std::string* why) -> std::optional<std::vector<SymOutputGeometry>> {
-    std::vector<SymInt> replacement;
-    for (size_t k = 0; k < hints_.size(); ++k)
-      replacement.push_back(also == static_cast<int64_t>(k)
-                                ? SymInt(hints_[k])
-                                : SymInt::symbol(static_cast<int64_t>(k)));
     std::vector<SymShape> in_sizes = sizes, in_strides = strides;
     if (also) {
+      std::vector<SymInt> r = replacement(also);
       for (std::vector<SymShape>* list : {&in_sizes, &in_strides})
         for (SymShape& shape : *list)
-          for (SymInt& x : shape)
-            x = x.substitute(replacement);
+          shape = ir::substitute_sizes(shape, r);
     }
     std::vector<SymMetaRef> metas;
     for (size_t i = 0; i < values.size(); ++i)
@@ -122,8 +114,10 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
     for (size_t i = 0; i < geoms.size(); ++i) {
       const SymOutputGeometry& g = geoms[i];
       bool same = g.sizes.size() == types[i].sizes.size() &&
-                  evaluated(g.sizes, hints_) == types[i].sizes && g.storage_offset.maybe_int();
-      if (same && view) same = evaluated(g.strides, hints_) == types[i].effective_strides();
+                  ir::evaluate_sizes(g.sizes, hints_) == types[i].sizes &&
+                  g.storage_offset.maybe_int();
+      if (same && view)
+        same = ir::evaluate_sizes(g.strides, hints_) == types[i].effective_strides();
       if (!same) {
         *why = "computed other sizes over symbols than eager did";
         return std::nullopt;
@@ -138,12 +132,7 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   for (size_t k = 0; !geoms && symbols.size() > 1 && k < symbols.size(); ++k) {
     std::string ignored;
     geoms = attempt(symbols[k], &ignored);
-    if (geoms) {
-      fixed_[static_cast<size_t>(symbols[k])] = true;
-      why_.push_back(fmt::format("s{} = {}: {} at {} {}", symbols[k],
-                                 hints_[static_cast<size_t>(symbols[k])], op.name,
-                                 site.empty() ? "?" : site, why));
-    }
+    if (geoms) fix(symbols[k], fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why));
   }
   if (!geoms) return refuse(why);
   for (size_t i = 0; i < geoms->size(); ++i) {
@@ -152,7 +141,7 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
     types[i].sym_sizes = std::move(g.sizes);
     if (view && !ir::symbolic_strides_are_contiguous(types[i].sym_sizes, g.strides)) {
       types[i].sym_strides = g.strides;
-      types[i].strides = evaluated(g.strides, hints_);
+      types[i].strides = ir::evaluate_sizes(g.strides, hints_);
     }
   }
 }
@@ -183,22 +172,21 @@ std::optional<SymShape> GraphTracer::symbolic_sizes(const Tensor& t) {
 }
 
 void GraphTracer::specialize_everything(std::string_view why) {
-  for (size_t k = 0; k < fixed_.size(); ++k) {
-    if (fixed_[k]) continue;
-    fixed_[k] = true;
-    why_.push_back(fmt::format("s{} = {}: {}", k, hints_[k], why));
-  }
+  for (size_t k = 0; k < why_.size(); ++k)
+    fix(static_cast<int64_t>(k), std::string(why));
 }
 
 void GraphTracer::on_backward() {
   specialize_everything("autograd's backward (its saved sizes are integers)");
 }
 
-std::vector<bool> GraphTracer::finish_symbols() {
+std::vector<int64_t> GraphTracer::finish_symbols() {
   if (!symbolic()) return {};
+  std::vector<bool> fixed;
+  for (size_t k = 0; k < why_.size(); ++k)
+    fixed.push_back(is_fixed(static_cast<int64_t>(k)));
   graph_->set_symbol_hints(hints_);
-  ir::specialize_symbols(*graph_, fixed_);
-  return fixed_;
+  return ir::specialize_symbols(*graph_, fixed);
 }
 
 }  // namespace kiln

@@ -7,18 +7,10 @@
 namespace kiln::ir {
 namespace {
 
-SymShape substituted(const SymShape& s, std::span<const SymInt> replacement) {
-  SymShape out;
-  out.reserve(s.size());
-  for (const SymInt& v : s)
-    out.push_back(v.substitute(replacement));
-  return out;
-}
-
 void substitute_type(TensorType& t, std::span<const SymInt> replacement) {
   if (!t.is_symbolic()) return;
-  t.sym_sizes = substituted(t.sym_sizes, replacement);
-  t.sym_strides = substituted(t.sym_strides, replacement);
+  t.sym_sizes = substitute_sizes(t.sym_sizes, replacement);
+  t.sym_strides = substitute_sizes(t.sym_strides, replacement);
   if (is_static(t.sym_sizes) && is_static(t.sym_strides)) {
     t.sym_sizes.clear();
     t.sym_strides.clear();
@@ -109,8 +101,20 @@ TensorType evaluate_type(const TensorType& t, std::span<const int64_t> values) {
   return out;
 }
 
-void substitute_symbols(Graph& g, std::span<const SymInt> replacement, std::vector<int64_t> hints) {
-  substitute_graph(g, replacement, hints);
+SymShape substitute_sizes(std::span<const SymInt> sizes, std::span<const SymInt> replacement) {
+  SymShape out;
+  out.reserve(sizes.size());
+  for (const SymInt& v : sizes)
+    out.push_back(v.substitute(replacement));
+  return out;
+}
+
+Shape evaluate_sizes(std::span<const SymInt> sizes, std::span<const int64_t> values) {
+  Shape out;
+  out.reserve(sizes.size());
+  for (const SymInt& v : sizes)
+    out.push_back(v.evaluate(values));
+  return out;
 }
 
 std::vector<int64_t> specialize_symbols(Graph& g, const std::vector<bool>& fixed) {

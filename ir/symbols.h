@@ -25,14 +25,15 @@ std::vector<int64_t> bind_symbols(const Graph& g, std::span<const Tensor> inputs
 // `t` with its sizes and strides at `values` (s<k> = values[k]): the integers of one call.
 TensorType evaluate_type(const TensorType& t, std::span<const int64_t> values);
 
-// Replaces s<k> by replacement[k] in every type of `g`, nested subgraphs included, and sets the
-// graph's hints to `hints`, the values of the symbols that remain. A type left without symbols
-// becomes a plain integer type. The integer sizes and strides stay as they were: the caller
-// replaces symbols by their hints, or by symbols with the same hints.
-void substitute_symbols(Graph& g, std::span<const SymInt> replacement, std::vector<int64_t> hints);
+// Each size with s<k> replaced by replacement[k] (SymInt::substitute).
+SymShape substitute_sizes(std::span<const SymInt> sizes, std::span<const SymInt> replacement);
+// Each size's value at `values` (s<k> = values[k]).
+Shape evaluate_sizes(std::span<const SymInt> sizes, std::span<const int64_t> values);
 
 // Specializes the symbols s<k> with fixed[k] to their hints and renumbers the rest s0, s1, ...
-// in order. Returns the new number of each symbol kept (-1 for a specialized one).
+// in order, in every type of `g` (nested subgraphs included); a type left without symbols
+// becomes a plain integer type, and a graph left without symbols has no hints. Returns the new
+// number of each symbol kept (-1 for a specialized one).
 std::vector<int64_t> specialize_symbols(Graph& g, const std::vector<bool>& fixed);
 
 }  // namespace kiln::ir

@@ -192,27 +192,18 @@ StepResult add_write_backs(Capture& c) {
 // Note [Symbolic plans] (compile.cpp): the specialized symbols become integers in the traced
 // graphs, and the plan says what became of each input dim that was asked to be symbolic.
 void finish_symbols(Capture& c) {
-  std::vector<bool> fixed = c.tracer.finish_symbols();
-  if (fixed.empty()) return;
-  if (c.plan.traced) ir::specialize_symbols(*c.plan.traced, fixed);
-  int64_t kept = 0;
-  std::vector<int64_t> renumbered(fixed.size(), -1);
-  for (size_t k = 0; k < fixed.size(); ++k)
-    if (!fixed[k]) renumbered[k] = kept++;
+  std::vector<int64_t> renumbered = c.tracer.finish_symbols();
+  if (renumbered.empty()) return;
+  if (c.plan.traced) {
+    std::vector<bool> fixed;
+    for (int64_t r : renumbered)
+      fixed.push_back(r < 0);
+    ir::specialize_symbols(*c.plan.traced, fixed);
+  }
   for (const GraphTracer::InputSymbol& in : c.tracer.input_symbols()) {
-    int64_t k = in.symbol;
-    if (!fixed[static_cast<size_t>(k)]) {
-      c.plan.symbols.push_back(fmt::format("input {} dim {}: symbolic, s{} (traced at {})",
-                                           in.input, in.dim, renumbered[static_cast<size_t>(k)],
-                                           c.tracer.hint(k)));
-      continue;
-    }
-    std::string why = "?";
-    std::string prefix = fmt::format("s{} = ", k);
-    for (const std::string& w : c.tracer.specializations())
-      if (w.rfind(prefix, 0) == 0) why = w.substr(w.find(": ") + 2);
-    c.plan.symbols.push_back(fmt::format("input {} dim {}: specialized to {}: {}", in.input, in.dim,
-                                         c.tracer.hint(k), why));
+    c.plan.symbolic_dims.push_back(
+        SymbolicDim{in.input, in.dim, renumbered[static_cast<size_t>(in.symbol)],
+                    c.tracer.hint(in.symbol), c.tracer.specialization(in.symbol)});
   }
 }
 

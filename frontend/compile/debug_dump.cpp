@@ -70,6 +70,12 @@ const ir::Graph& require(const std::shared_ptr<ir::Graph>& g, std::string_view s
 
 }  // namespace
 
+std::string SymbolicDim::str() const {
+  if (specialized())
+    return fmt::format("input {} dim {}: specialized to {}: {}", input, dim, hint, why);
+  return fmt::format("input {} dim {}: symbolic, s{} (traced at {})", input, dim, symbol, hint);
+}
+
 std::string plan_dump(const Plan& p) {
   std::string s = fmt::format("# signature {}\n", p.signature.str());
   if (p.symbolic) {
@@ -78,8 +84,8 @@ std::string plan_dump(const Plan& p) {
       s += (i == 0 ? " " : ", ") + p.guards[i].str();
     s += "\n";
   }
-  for (const std::string& line : p.symbols)
-    s += "# " + line + "\n";
+  for (const SymbolicDim& d : p.symbolic_dims)
+    s += "# " + d.str() + "\n";
   if (p.eager) return s + "# runs eagerly: " + p.eager_reason + "\n";
   if (!p.steps.empty()) {
     s += fmt::format("# {} steps (graph breaks run eagerly between compiled segments)\n",

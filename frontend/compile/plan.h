@@ -15,6 +15,19 @@ namespace kiln::compile_detail {
 
 struct Step;
 
+// An input dim that was asked to be symbolic (Note [Symbolic plans], compile.cpp), and what it
+// became: symbol s<symbol> of the plan, or (symbol -1) its traced size, specialized for `why`.
+struct SymbolicDim {
+  size_t input = 0;
+  size_t dim = 0;
+  int64_t symbol = -1;
+  int64_t hint = 0;  // the traced size
+  std::string why;   // empty unless specialized
+  bool specialized() const { return symbol < 0; }
+  // "input 0 dim 0: symbolic, s0 (traced at 8)" or "input 0 dim 0: specialized to 8: <why>".
+  std::string str() const;
+};
+
 struct Plan {
   Signature signature;
   // Set when the signature cannot be captured (a data-dependent read in fn): calls run fn
@@ -66,11 +79,10 @@ struct Plan {
   std::vector<std::pair<std::string, std::string>> kernel_sources;
 
   // Symbolic sizes (Note [Symbolic plans], compile.cpp): true when the forward graph kept
-  // symbols, so that the plan serves every call whose sizes bind them. `symbols` describes the
-  // input dims that were asked to be symbolic, what each became and why (for logs and the
-  // debug folder); empty when none were.
+  // symbols, so that the plan serves every call whose sizes bind them. `symbolic_dims`: the
+  // input dims that were asked to be symbolic (for logs and the debug folder).
   bool symbolic = false;
-  std::vector<std::string> symbols;
+  std::vector<SymbolicDim> symbolic_dims;
   // What a call's symbol values must satisfy besides binding consistently (duck-sized dims are
   // one symbol, so their equality needs no fact): every symbol at least 2, as sizes 0 and 1
   // are specialized.

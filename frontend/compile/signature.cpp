@@ -73,6 +73,11 @@ bool Signature::has_aliased_inputs() const {
   return false;
 }
 
+bool same_but_geometry(const TensorSignature& a, const TensorSignature& b) {
+  return a.dtype == b.dtype && a.device == b.device && a.requires_grad == b.requires_grad &&
+         a.defined == b.defined && a.shares_storage_with == b.shares_storage_with;
+}
+
 std::string Signature::str() const {
   std::string s = "(";
   for (size_t i = 0; i < inputs.size(); ++i) {

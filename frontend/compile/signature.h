@@ -31,6 +31,10 @@ struct TensorSignature {
   friend bool operator==(const TensorSignature&, const TensorSignature&) = default;
 };
 
+// Whether `a` and `b` agree in everything but their sizes and strides (Note [Symbolic plans]:
+// what a symbolic plan and automatic dynamic shapes let vary).
+bool same_but_geometry(const TensorSignature& a, const TensorSignature& b);
+
 struct Signature {
   std::vector<TensorSignature> inputs;
   bool grad_mode = true;
