@@ -69,7 +69,7 @@ ir::Value* GraphTracer::functionalize(const OpDef& op, std::span<const Tensor> i
       dense = true;
     }
     if (v->type().sizes != self.sizes()) {
-      SizeAttrs size{self.sizes()};
+      SizeAttrs size{to_sym_shape(self.sizes())};
       ir::Value* in[] = {v};
       // expand's strides: 0 for the broadcast dims, the input's own for the rest.
       Shape in_strides = v->type().effective_strides();

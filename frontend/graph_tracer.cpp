@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "kiln/base/error.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/runtime/dispatcher.h"
 
 namespace kiln {
@@ -83,6 +84,21 @@ ir::Value* GraphTracer::add_input(const Tensor& t, std::string name,
     if (any) {
       type.sym_sizes = std::move(sym);
       graph_->set_symbol_hints(hints_);
+    }
+  }
+  ir::Value* v = graph_->add_input(std::move(type), std::move(name));
+  set_value(t, v);
+  return v;
+}
+
+ir::Value* GraphTracer::add_input_like(const Tensor& t, std::string name, const Tensor& like) {
+  InternalScope internal(internal_);
+  ir::TensorType type = ir::TensorType::of(t);
+  if (symbolic() && t.impl()->is_contiguous()) {
+    if (ir::Value* v = find_value(like)) {
+      SymShape sizes = resolved(v->type().symbolic_sizes());
+      if (!is_static(sizes) && ir::evaluate_sizes(sizes, hints_) == type.sizes)
+        type.sym_sizes = std::move(sizes);
     }
   }
   ir::Value* v = graph_->add_input(std::move(type), std::move(name));
@@ -248,6 +264,16 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   for (const Tensor& t : inputs)
     values.push_back(value_of(t));
   std::vector<Tensor> outputs;
+  // Note [Symbolic size attributes]: the eager kernel gets the sizes at the traced values; the
+  // node keeps the expressions.
+  std::optional<ir::OpAttrs> traced_values;
+  if (ir::attrs_are_symbolic(op.attrs, attrs)) {
+    KILN_CHECK(symbolic(),
+               "trace: {} at {} got symbolic sizes ({}) in a trace without symbolic sizes", op.name,
+               where(site), op.attrs_str(attrs));
+    traced_values = ir::evaluate_attrs(op.attrs, attrs, hints_);
+  }
+  const void* eager_attrs = traced_values ? traced_values->get() : attrs;
   std::optional<ViewWrite> view_write;
   if (op.has(kInPlace)) {
     snapshot_lifted_on(inputs[0]);  // Note [Lifted tensors]
@@ -262,7 +288,7 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   }
   {
     ExcludeDispatchKeysGuard below(DispatchKey::Tracer);
-    outputs = call_op(op, inputs, attrs);
+    outputs = call_op(op, inputs, eager_attrs);
   }
   if (op.has(kInPlace)) {
     set_value(inputs[0], functionalize(op, inputs, attrs, values, site));
@@ -283,7 +309,7 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
       strides.push_back(t.effective_strides());
       metas.push_back(MetaRef{t.sizes, strides.back(), 0, t.dtype, t.device});
     }
-    std::vector<OutputGeometry> geoms = op.shape(op, metas, attrs);
+    std::vector<OutputGeometry> geoms = op.shape(op, metas, eager_attrs);
     for (size_t i = 0; i < outputs.size(); ++i) {
       ir::TensorType t = ir::TensorType::of(outputs[i]);
       t.sizes = geoms.at(i).sizes;
@@ -299,6 +325,7 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   node->set_call_site(site);
   for (size_t i = 0; i < outputs.size(); ++i)
     set_value(outputs[i], node->output(i));
+  add_saved_symbolic_sizes(outputs);
   return outputs;
 }
 

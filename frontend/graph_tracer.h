@@ -38,6 +38,9 @@ class GraphTracer final : public TracingState {
   // sizing). A non-contiguous input stays integer-typed.
   ir::Value* add_input(const Tensor& t, std::string name,
                        const std::vector<bool>& dynamic_dims = {});
+  // A graph input for `t` with the sizes (symbols included) of `like`'s Value: the incoming
+  // gradient of a traced output, which has that output's sizes at every call.
+  ir::Value* add_input_like(const Tensor& t, std::string name, const Tensor& like);
 
   // Note [Symbolic tracing]
   // With symbolic inputs, each recorded op's output type is computed again with the op's rule
@@ -78,7 +81,10 @@ class GraphTracer final : public TracingState {
   std::vector<std::string> specializations() const;
   void on_size_read(const Tensor& t, int64_t dim) override;
   std::optional<SymShape> symbolic_sizes(const Tensor& t) override;
-  void on_backward() override;
+  void on_saved_sizes_read(std::span<const SymInt> sizes) override;
+  // Note [Symbolic saved sizes]: autograd recorded the outputs' metadata before the tracer knew
+  // their Values; this adds their sizes over symbols.
+  void add_saved_symbolic_sizes(std::span<const Tensor> outputs);
   // Note [Lifted tensors]
   // From now on, a tensor from outside the traced function becomes a new graph input (named p0,
   // p1, ...) appended to `*lifted`, instead of a constant: compile reads such tensors (model

@@ -8,6 +8,7 @@
 #include "kiln/base/error.h"
 #include "kiln/frontend/graph_tracer.h"
 #include "kiln/ir/symbols.h"
+#include "kiln/runtime/autograd/node.h"
 #include "kiln/runtime/op_def.h"
 
 namespace kiln {
@@ -66,19 +67,33 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
                                  const void* attrs, std::vector<ir::TensorType>& types) {
   if (!symbolic()) return;
   std::vector<SymShape> sizes, strides;
-  std::vector<int64_t> symbols;  // the inputs' symbols that are not specialized yet
+  std::vector<int64_t> symbols;  // the inputs' and attributes' symbols not specialized yet
+  auto note_symbols = [&](const SymShape& shape) {
+    for (const SymInt& x : shape)
+      for (int64_t id : x.symbols())
+        if (std::find(symbols.begin(), symbols.end(), id) == symbols.end()) symbols.push_back(id);
+  };
   for (const ir::Value* v : values) {
     sizes.push_back(resolved(v->type().symbolic_sizes()));
     strides.push_back(resolved(v->type().symbolic_strides()));
-    for (const SymShape* shape : {&sizes.back(), &strides.back()})
-      for (const SymInt& x : *shape)
-        for (int64_t id : x.symbols())
-          if (std::find(symbols.begin(), symbols.end(), id) == symbols.end()) symbols.push_back(id);
+    note_symbols(sizes.back());
+    note_symbols(strides.back());
+  }
+  // Size attributes over symbols (Note [Symbolic size attributes]), with the specialized
+  // symbols replaced.
+  std::optional<ir::OpAttrs> sym_attrs;
+  if (ir::attrs_are_symbolic(op.attrs, attrs)) {
+    sym_attrs = ir::substitute_attrs(op.attrs, attrs, replacement());
+    for (const AttrField& f : op.attrs->fields(sym_attrs->mutable_get()))
+      if (auto* shape = std::get_if<SymShape*>(&f.ref)) note_symbols(**shape);
   }
   if (symbols.empty()) return;
   std::string site = short_call_site();
   auto refuse = [&](std::string_view why) {
-    specialize_all(values, fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why));
+    std::string reason = fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why);
+    specialize_all(values, reason);
+    for (int64_t id : symbols)
+      fix(id, reason);
   };
   if (!op.sym_shape) return refuse("has no shape rule over symbols yet");
   // How far a random op advances the generator depends on how many values it draws.
@@ -90,11 +105,15 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   auto attempt = [&](std::optional<int64_t> also,
                      std::string* why) -> std::optional<std::vector<SymOutputGeometry>> {
     std::vector<SymShape> in_sizes = sizes, in_strides = strides;
+    const void* rule_attrs = sym_attrs ? sym_attrs->get() : attrs;
+    std::optional<ir::OpAttrs> attrs_also;
     if (also) {
       std::vector<SymInt> r = replacement(also);
       for (std::vector<SymShape>* list : {&in_sizes, &in_strides})
         for (SymShape& shape : *list)
           shape = ir::substitute_sizes(shape, r);
+      if (sym_attrs)
+        rule_attrs = attrs_also.emplace(ir::substitute_attrs(op.attrs, rule_attrs, r)).get();
     }
     std::vector<SymMetaRef> metas;
     for (size_t i = 0; i < values.size(); ++i)
@@ -102,7 +121,7 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
                                  values[i]->type().device});
     std::vector<SymOutputGeometry> geoms;
     try {
-      geoms = op.sym_shape(op, metas, attrs);
+      geoms = op.sym_shape(op, metas, rule_attrs);
     } catch (const Error& e) {
       *why = fmt::format("refused the symbolic sizes ({})", first_line(e.what()));
       return std::nullopt;
@@ -119,7 +138,10 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
       if (same && view)
         same = ir::evaluate_sizes(g.strides, hints_) == types[i].effective_strides();
       if (!same) {
-        *why = "computed other sizes over symbols than eager did";
+        *why = fmt::format(
+            "computed other sizes over symbols than eager did (output {}: {} strided {} over "
+            "symbols, {} from eager)",
+            i, shape_str(g.sizes), shape_str(g.strides), types[i].str());
         return std::nullopt;
       }
     }
@@ -143,6 +165,17 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
       types[i].sym_strides = g.strides;
       types[i].strides = ir::evaluate_sizes(g.strides, hints_);
     }
+  }
+}
+
+void GraphTracer::add_saved_symbolic_sizes(std::span<const Tensor> outputs) {
+  if (!symbolic()) return;
+  for (const Tensor& t : outputs) {
+    if (!t.defined()) continue;
+    std::shared_ptr<autograd::Node> fn = t.grad_fn();
+    if (!fn || t.output_nr() >= fn->num_inputs()) continue;
+    autograd::InputMetadata& m = fn->mutable_input_metadata(t.output_nr());
+    if (m.defined && m.sym_sizes.empty()) m.sym_sizes = detail::traced_symbolic_sizes(t);
   }
 }
 
@@ -176,8 +209,13 @@ void GraphTracer::specialize_everything(std::string_view why) {
     fix(static_cast<int64_t>(k), std::string(why));
 }
 
-void GraphTracer::on_backward() {
-  specialize_everything("autograd's backward (its saved sizes are integers)");
+void GraphTracer::on_saved_sizes_read(std::span<const SymInt> sizes) {
+  if (internal_ > 0 || !symbolic()) return;
+  std::string site = short_call_site();
+  ir::TensorType read;
+  read.sym_sizes.assign(sizes.begin(), sizes.end());
+  specialize(read, fmt::format("sizes autograd saved, read as integers in the backward of {}",
+                               site.empty() ? "?" : site));
 }
 
 std::vector<int64_t> GraphTracer::finish_symbols() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/base/error.h"
+#include "kiln/ir/symbols.h"
 
 namespace kiln::ir {
 namespace {
@@ -69,6 +70,9 @@ std::vector<TensorType> infer_op_types(const OpDef& op, std::span<const TensorTy
     KILN_CHECK(t.device == inputs[0].device, "{}: input {} is on {} but input 0 is on {}", op.name,
                i, t.device, inputs[0].device);
   }
+  // A size attribute over symbols (Note [Symbolic size attributes]) makes the outputs symbolic
+  // even from integer inputs (expand of [1, 32] to [s0, 32]).
+  symbolic = symbolic || attrs_are_symbolic(op.attrs, attrs);
   KILN_CHECK(op.shape != nullptr && op.dtype != nullptr, "{}: the op has no shape or dtype rule",
              op.name);
   KILN_CHECK(!inputs.empty() || op.attr_device != nullptr,

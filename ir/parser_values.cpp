@@ -119,6 +119,18 @@ Shape TokenCursor::parse_int_list(std::string_view what) {
   }
 }
 
+SymShape TokenCursor::parse_sym_list(std::string_view what) {
+  expect(TokenKind::LBracket, fmt::format("'[' to start {}", what));
+  SymShape out;
+  if (accept(TokenKind::RBracket)) return out;
+  while (true) {
+    out.push_back(parse_sym_size(what));
+    if (accept(TokenKind::Comma)) continue;
+    expect(TokenKind::RBracket, fmt::format("',' or ']' in {}", what));
+    return out;
+  }
+}
+
 Device TokenCursor::parse_device(std::string_view what) {
   const Token& t = peek();
   if (is_ident(t, "cpu") || is_ident(t, "meta")) {
@@ -270,18 +282,7 @@ TensorType TokenCursor::parse_type() {
     fail_at(dt, fmt::format("unknown dtype '{}'; expected one of {}", dt.text, kDTypeList));
   next();
   const Token sizes_tok = peek();
-  auto parse_list = [&](std::string_view what) {
-    expect(TokenKind::LBracket, fmt::format("'[' to start {}", what));
-    SymShape out;
-    if (accept(TokenKind::RBracket)) return out;
-    while (true) {
-      out.push_back(parse_sym_size(what));
-      if (accept(TokenKind::Comma)) continue;
-      expect(TokenKind::RBracket, fmt::format("',' or ']' in {}", what));
-      return out;
-    }
-  };
-  SymShape sizes = parse_list("the sizes of a type");
+  SymShape sizes = parse_sym_list("the sizes of a type");
   if (is_static(sizes)) {
     t.sizes = expect_ints(sizes, "a type");
     check_type_sizes(t.sizes, [&](const std::string& m) { fail_at(sizes_tok, m); });
@@ -292,7 +293,7 @@ TensorType TokenCursor::parse_type() {
   if (is_ident(peek(), "strided")) {
     next();
     const Token& strides_tok = peek();
-    SymShape strides = parse_list("the strides of a type");
+    SymShape strides = parse_sym_list("the strides of a type");
     if (strides.size() != rank)
       fail_at(strides_tok, fmt::format("expected {} strides for sizes {}, found {}", rank,
                                        sym_shape_str(t.symbolic_sizes()), strides.size()));
@@ -351,6 +352,14 @@ void TokenCursor::parse_field(const AttrField& f, std::string_view kind) {
           }
         } else if constexpr (std::is_same_v<T, Shape>) {
           *p = parse_int_list(what);
+        } else if constexpr (std::is_same_v<T, SymShape>) {
+          *p = parse_sym_list(what);
+          for (const SymInt& s : *p)
+            for (int64_t id : s.symbols())
+              if (symbols_known_ && static_cast<size_t>(id) >= hints_.size())
+                fail_at(t, fmt::format("the symbol s{} in {} is not declared in the graph's "
+                                       "symbols(...) clause",
+                                       id, what));
         } else if constexpr (std::is_same_v<T, DType>) {
           if (t.kind != TokenKind::Ident || !dtype_from_short_name(t.text, p))
             fail_at(t, fmt::format("expected a dtype ({}) for {}, found {}", kDTypeList, what,

@@ -62,6 +62,8 @@ class TokenCursor {
   TensorType parse_type();
   // One size: an integer, or an expression over symbols as SymInt::str prints it.
   SymInt parse_sym_size(std::string_view what);
+  // "[s0, 32]": a list of sizes as sym_shape_str prints it.
+  SymShape parse_sym_list(std::string_view what);
   // Sets the hint values of a symbolic type from hints_, checking them as parse_type checks
   // integer sizes; errors point at `at`.
   void evaluate_symbolic(TensorType& t, const Token& at) const;

@@ -48,6 +48,8 @@ std::string format_field(const AttrFieldRef& ref) {
           return p->has_value() ? fmt::format("{}", **p) : "none";
         } else if constexpr (std::is_same_v<T, Shape>) {
           return shape_str(*p);
+        } else if constexpr (std::is_same_v<T, SymShape>) {
+          return sym_shape_str(*p);
         } else if constexpr (std::is_same_v<T, DType>) {
           return std::string(dtype_short_name(*p));
         } else {

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "kiln/base/error.h"
+#include "kiln/runtime/op_def.h"
 
 namespace kiln::ir {
 namespace {
@@ -26,6 +27,8 @@ void substitute_graph(Graph& g, std::span<const SymInt> replacement,
       substitute_type(t, replacement);
       v->set_type(std::move(t));
     }
+    if (node->kind() == NodeKind::Op && attrs_are_symbolic(node->op()->attrs, node->attrs()))
+      node->set_attrs(substitute_attrs(node->op()->attrs, node->attrs(), replacement));
     if (node->kind() == NodeKind::FusionGroup && node->fusion_group().subgraph)
       substitute_graph(*node->fusion_group().subgraph, replacement, hints);
   }
@@ -115,6 +118,39 @@ Shape evaluate_sizes(std::span<const SymInt> sizes, std::span<const int64_t> val
   for (const SymInt& v : sizes)
     out.push_back(v.evaluate(values));
   return out;
+}
+
+namespace {
+
+// `attrs` copied, with `rewrite` applied to each SymShape field.
+template <class F>
+OpAttrs rewrite_attrs(const AttrVTable* vt, const void* attrs, F rewrite) {
+  OpAttrs out(vt, attrs);
+  for (const AttrField& f : vt->fields(out.mutable_get()))
+    if (auto* sizes = std::get_if<SymShape*>(&f.ref)) rewrite(**sizes);
+  return out;
+}
+
+}  // namespace
+
+bool attrs_are_symbolic(const AttrVTable* vt, const void* attrs) {
+  if (vt == nullptr || attrs == nullptr) return false;
+  // Read only, through the field pointers.
+  for (const AttrField& f : vt->fields(const_cast<void*>(attrs)))
+    if (auto* sizes = std::get_if<SymShape*>(&f.ref))
+      if (!is_static(**sizes)) return true;
+  return false;
+}
+
+OpAttrs substitute_attrs(const AttrVTable* vt, const void* attrs,
+                         std::span<const SymInt> replacement) {
+  return rewrite_attrs(vt, attrs,
+                       [&](SymShape& sizes) { sizes = substitute_sizes(sizes, replacement); });
+}
+
+OpAttrs evaluate_attrs(const AttrVTable* vt, const void* attrs, std::span<const int64_t> values) {
+  return rewrite_attrs(
+      vt, attrs, [&](SymShape& sizes) { sizes = to_sym_shape(evaluate_sizes(sizes, values)); });
 }
 
 std::vector<int64_t> specialize_symbols(Graph& g, const std::vector<bool>& fixed) {

@@ -30,10 +30,20 @@ SymShape substitute_sizes(std::span<const SymInt> sizes, std::span<const SymInt>
 // Each size's value at `values` (s<k> = values[k]).
 Shape evaluate_sizes(std::span<const SymInt> sizes, std::span<const int64_t> values);
 
+// Note [Symbolic size attributes] (runtime/kernels/view_attrs.h): an op's SymShape attribute
+// fields may hold expressions over the symbols.
+// Whether any SymShape field of `attrs` (of an op with attribute table `vt`) holds a symbol.
+bool attrs_are_symbolic(const AttrVTable* vt, const void* attrs);
+// A copy of `attrs` with every SymShape field's sizes substituted (SymInt::substitute) or
+// evaluated at `values`, so an eager kernel can run them.
+OpAttrs substitute_attrs(const AttrVTable* vt, const void* attrs,
+                         std::span<const SymInt> replacement);
+OpAttrs evaluate_attrs(const AttrVTable* vt, const void* attrs, std::span<const int64_t> values);
+
 // Specializes the symbols s<k> with fixed[k] to their hints and renumbers the rest s0, s1, ...
-// in order, in every type of `g` (nested subgraphs included); a type left without symbols
-// becomes a plain integer type, and a graph left without symbols has no hints. Returns the new
-// number of each symbol kept (-1 for a specialized one).
+// in order, in every type and size attribute of `g` (nested subgraphs included); a type left
+// without symbols becomes a plain integer type, and a graph left without symbols has no hints.
+// Returns the new number of each symbol kept (-1 for a specialized one).
 std::vector<int64_t> specialize_symbols(Graph& g, const std::vector<bool>& fixed);
 
 }  // namespace kiln::ir

@@ -105,7 +105,7 @@ std::vector<Candidate> candidates_of(std::string_view kind, const Geometry& b, c
   auto nb = static_cast<int64_t>(b.sizes.size());
   auto ng = static_cast<int64_t>(g.sizes.size());
   if (kind == "view" || kind == "expand") {
-    out.push_back(candidate(kind, SizeAttrs{g.sizes}));
+    out.push_back(candidate(kind, SizeAttrs{to_sym_shape(g.sizes)}));
   } else if (kind == "permute" || kind == "transpose") {
     std::optional<Shape> perm = composed_permutation(chain, nb);
     if (!perm) perm = matched_permutation(b, g);

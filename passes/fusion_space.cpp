@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/ir/symbols.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/op_def.h"
 
@@ -50,7 +51,8 @@ SymInt product(const SymShape& sizes) {
 std::optional<ExtViewGeometry> compose_view(const ir::Node& n, const ExtViewGeometry& base) {
   const OpDef& op = *n.op();
   const ir::TensorType& in = n.input(0)->type();
-  bool integers = is_static(base.sizes) && is_static(base.strides) && !base.offset.is_symbolic();
+  bool integers = is_static(base.sizes) && is_static(base.strides) && !base.offset.is_symbolic() &&
+                  !ir::attrs_are_symbolic(op.attrs, n.attrs());
   if (integers) {
     Shape sizes = expect_ints(base.sizes, op.name), strides = expect_ints(base.strides, op.name);
     MetaRef meta{sizes, strides, base.offset.expect_int(op.name), in.dtype, in.device};

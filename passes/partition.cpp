@@ -194,6 +194,10 @@ Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layou
   for (size_t i = layout.num_forward_outputs; i < num_outputs; ++i)
     p.backward->add_output(bmap.at(joint.outputs()[i]));
   eliminate_dead_code(*p.backward);
+  // Both halves keep the joint graph's symbols (Note [Symbolic types]); the backward binds them
+  // from the saved tensors and tangents it is called with.
+  for (ir::Graph* g : {p.forward.get(), p.backward.get()})
+    if (g->has_symbolic_types()) g->set_symbol_hints(joint.symbol_hints());
   return p;
 }
 

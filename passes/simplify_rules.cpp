@@ -146,7 +146,7 @@ SimplifyReplacement view_of_inner_input(const ir::Node& n) {
 // expand(expand(x, a), b) -> expand(x, sizes of the result): b's -1 entries mean the inner
 // result's sizes, which x may not have, so the new node spells the sizes out.
 SimplifyReplacement expand_of_inner_input(const ir::Node& n) {
-  SizeAttrs sizes{n.output()->type().sizes};
+  SizeAttrs sizes{to_sym_shape(n.output()->type().sizes)};
   SimplifyReplacement r;
   r.op = n.op();
   r.input = n.input(0)->node()->input(0);

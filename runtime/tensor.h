@@ -41,6 +41,11 @@ namespace detail {
 extern std::atomic<int> g_symbolic_traces;
 // `dim` is the dim read, or -1 for all of them (sizes(), strides(), numel()).
 void report_size_read(const Tensor& t, int64_t dim = -1);
+// Sizes autograd saved (Note [Symbolic saved sizes], autograd/derivative.h) read as integers.
+void report_sym_sizes_read(std::span<const SymInt> sizes);
+// `t`'s sizes over the current symbolic trace's symbols, or empty when it holds none for `t`
+// (asked even while the Tracer key is excluded: autograd saves them below it).
+SymShape traced_symbolic_sizes(const Tensor& t);
 inline void observe_size_read(const Tensor& t) {
   if (g_symbolic_traces.load(std::memory_order_relaxed) != 0) report_size_read(t);
 }
@@ -74,6 +79,7 @@ class Tensor {
   // sym_size); arithmetic on the result is traced symbolically.
   SymInt sym_size(int64_t dim) const;
   SymShape sym_sizes() const;
+  SymInt sym_numel() const;
   int64_t dim() const { return checked()->dim(); }
   int64_t numel() const {
     detail::observe_size_read(*this);
@@ -112,6 +118,16 @@ class Tensor {
   Tensor t(std::source_location loc = std::source_location::current()) const;
   Tensor permute(Shape dims, std::source_location loc = std::source_location::current()) const;
   Tensor expand(Shape sizes, std::source_location loc = std::source_location::current()) const;
+  // view, reshape and expand to sizes that may be symbolic (torch's view_symint...): inside a
+  // symbolic trace the graph keeps the expressions (Note [Symbolic size attributes]), so
+  // `x.view_symint({x.sym_size(0), heads, -1})` serves every batch size. Elsewhere the sizes
+  // are integers and these are view, reshape and expand.
+  Tensor view_symint(SymShape sizes,
+                     std::source_location loc = std::source_location::current()) const;
+  Tensor reshape_symint(SymShape sizes,
+                        std::source_location loc = std::source_location::current()) const;
+  Tensor expand_symint(SymShape sizes,
+                       std::source_location loc = std::source_location::current()) const;
   Tensor unsqueeze(int64_t dim, std::source_location loc = std::source_location::current()) const;
   Tensor squeeze(int64_t dim, std::source_location loc = std::source_location::current()) const;
   Tensor squeeze(std::source_location loc = std::source_location::current()) const;

@@ -84,13 +84,22 @@ std::optional<SymShape> TracingState::symbolic_sizes(const Tensor&) {
   return std::nullopt;
 }
 
-void TracingState::on_backward() {}
+void TracingState::on_saved_sizes_read(std::span<const SymInt>) {}
 
 namespace detail {
 std::atomic<int> g_symbolic_traces{0};
 
 void report_size_read(const Tensor& t, int64_t dim) {
   if (t.defined() && is_tracing()) t_state->on_size_read(t, dim);
+}
+void report_sym_sizes_read(std::span<const SymInt> sizes) {
+  if (t_state != nullptr) t_state->on_saved_sizes_read(sizes);
+}
+SymShape traced_symbolic_sizes(const Tensor& t) {
+  if (t_state == nullptr || !t.defined()) return {};
+  std::optional<SymShape> sizes = t_state->symbolic_sizes(t);
+  if (!sizes || is_static(*sizes)) return {};
+  return std::move(*sizes);
 }
 }  // namespace detail
 

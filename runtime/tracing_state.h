@@ -64,9 +64,9 @@ class TracingState {
   // `t`'s sizes as the recorder's graph has them (symbols included), or nullopt when the
   // recorder has none for it (Tensor::sym_sizes then returns the integers).
   virtual std::optional<SymShape> symbolic_sizes(const Tensor& t);
-  // The autograd engine starts a backward pass under this trace. Autograd saves sizes as
-  // integers, so a recorder with symbolic sizes specializes them all from here on.
-  virtual void on_backward();
+  // Autograd code used sizes it saved (Note [Symbolic saved sizes]) as integers: a recorder
+  // with symbolic sizes specializes the symbols they hold.
+  virtual void on_saved_sizes_read(std::span<const SymInt> sizes);
 
   // Whether a custom Function that is not traceable should be recorded as one opaque forward
   // step (prim.fallback calling the Function eagerly, with autograd) instead of being traced

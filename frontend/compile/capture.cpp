@@ -260,7 +260,7 @@ StepResult trace_backward(Capture& c) {
       z = empty_tensor(diff_outputs[k].sizes(), diff_outputs[k].dtype(), diff_outputs[k].device())
               .zero_();
     }
-    c.tracer.add_input(z, fmt::format("g{}", k));
+    c.tracer.add_input_like(z, fmt::format("g{}", k), diff_outputs[k]);
     tangents.push_back(z);
   }
   profiler::RecordScope scope(profiler::ScopeKind::Compile, "trace backward");

@@ -9,8 +9,8 @@ namespace kiln::compile_detail {
 CompiledBackward::CompiledBackward(std::shared_ptr<const Plan> plan,
                                    const std::vector<Tensor>& saved,
                                    const std::vector<Tensor>& primals,
-                                   std::optional<RandomReplay> random)
-    : plan_(std::move(plan)), random_(random) {
+                                   std::optional<RandomReplay> random, std::vector<int64_t> symbols)
+    : plan_(std::move(plan)), random_(random), symbols_(std::move(symbols)) {
   saved_.reserve(saved.size());
   for (const Tensor& t : saved)
     saved_.emplace_back(t, /*is_output=*/false);
@@ -66,7 +66,8 @@ autograd::variable_list CompiledBackward::apply(autograd::variable_list&& grads)
     for (const auto& s : saved_)
       inputs.push_back(s.unpack(getptr()));
     inputs.insert(inputs.end(), tangents.begin(), tangents.end());
-    defined_grads = interpret(*plan_->backward, inputs, random_.has_value() ? &*random_ : nullptr);
+    defined_grads = interpret(*plan_->backward, inputs, random_.has_value() ? &*random_ : nullptr,
+                              plan_->backward->symbol_hints().empty() ? nullptr : &symbols_);
   }
   autograd::variable_list result(plan_->grad_primals.size());
   size_t next = 0;

@@ -18,7 +18,8 @@ class CompiledBackward final : public autograd::Node {
   // `saved`: the forward plan's saved values. `primals`: the call's inputs and lifted
   // parameters, kept for create_graph (which recomputes through the joint graph).
   CompiledBackward(std::shared_ptr<const Plan> plan, const std::vector<Tensor>& saved,
-                   const std::vector<Tensor>& primals, std::optional<RandomReplay> random);
+                   const std::vector<Tensor>& primals, std::optional<RandomReplay> random,
+                   std::vector<int64_t> symbols);
 
   std::string name() const override { return "CompiledBackward"; }
   // apply() runs graph ops through the dispatcher only.
@@ -34,6 +35,7 @@ class CompiledBackward final : public autograd::Node {
   std::vector<autograd::SavedVariable> saved_;
   std::vector<autograd::SavedVariable> primals_;
   std::optional<RandomReplay> random_;
+  std::vector<int64_t> symbols_;  // the forward call's symbols (Note [Symbolic plans])
   bool released_ = false;
 };
 

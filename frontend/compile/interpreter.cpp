@@ -25,7 +25,8 @@ std::string describe(const ir::Graph& g, const ir::Node& node) {
 
 // Checks the inputs against the graph's input types and returns the values of its symbols
 // (Note [Symbolic types]): a symbolic input's sizes bind them instead of matching the hints.
-std::vector<int64_t> check_inputs(const ir::Graph& g, const std::vector<Tensor>& inputs) {
+std::vector<int64_t> check_inputs(const ir::Graph& g, const std::vector<Tensor>& inputs,
+                                  const std::vector<int64_t>* known) {
   KILN_CHECK(inputs.size() == g.inputs().size(), "interpret: the graph takes {} inputs, got {}",
              g.inputs().size(), inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -39,7 +40,18 @@ std::vector<int64_t> check_inputs(const ir::Graph& g, const std::vector<Tensor>&
                ir::TensorType::of(t).str(), want.str());
   }
   if (g.symbol_hints().empty()) return {};
-  return ir::bind_symbols(g, inputs, "interpret");
+  if (known == nullptr) return ir::bind_symbols(g, inputs, "interpret");
+  KILN_CHECK(known->size() == g.symbol_hints().size(),
+             "interpret: {} symbol values for a graph of {} symbols", known->size(),
+             g.symbol_hints().size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::TensorType& want = g.input(i)->type();
+    if (!want.is_symbolic()) continue;
+    KILN_CHECK(ir::evaluate_sizes(want.sym_sizes, *known) == inputs[i].impl()->sizes(),
+               "interpret: input {} has sizes {}, but the graph expects {} at its symbols' values",
+               i, shape_str(inputs[i].impl()->sizes()), want.str());
+  }
+  return *known;
 }
 
 // The values of `kernel`'s size parameters, each named after its symbol (Note [Size
@@ -147,6 +159,11 @@ std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& ar
         ir::OpAttrs attrs = replayed_attrs(node, *random);
         return call_op(*node.op(), args, attrs.get());
       }
+      // Note [Symbolic size attributes]: sizes over symbols at this call's values.
+      if (!symbols.empty() && ir::attrs_are_symbolic(node.op()->attrs, node.attrs())) {
+        ir::OpAttrs attrs = ir::evaluate_attrs(node.op()->attrs, node.attrs(), symbols);
+        return call_op(*node.op(), args, attrs.get());
+      }
       return call_op(*node.op(), args, node.attrs());
     case ir::NodeKind::FusionGroup:
       if (node.fusion_group().kernel) return run_fusion_kernel(node, args, symbols);
@@ -166,8 +183,8 @@ std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& ar
 }  // namespace
 
 std::vector<Tensor> interpret(const ir::Graph& g, const std::vector<Tensor>& inputs,
-                              const RandomReplay* random) {
-  const std::vector<int64_t> symbols = check_inputs(g, inputs);
+                              const RandomReplay* random, const std::vector<int64_t>* known) {
+  const std::vector<int64_t> symbols = check_inputs(g, inputs, known);
   std::vector<ir::Node*> nodes = g.nodes();
   // Slots: one per value. last_use[slot] is the index of the last node reading it, after which
   // the slot is cleared so that the tensor can be freed.

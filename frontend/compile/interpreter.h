@@ -22,7 +22,11 @@ struct RandomReplay {
   int64_t seed = 0;
   int64_t offset_shift = 0;
 };
+// `symbols`: the values of g's symbols when the caller has them already. A backward graph gets
+// its forward call's: its inputs (saved tensors, tangents) need not hold every symbol as a
+// dim of its own, as binding requires. Else they are bound from the inputs.
 std::vector<Tensor> interpret(const ir::Graph& g, const std::vector<Tensor>& inputs,
-                              const RandomReplay* random = nullptr);
+                              const RandomReplay* random = nullptr,
+                              const std::vector<int64_t>* symbols = nullptr);
 
 }  // namespace kiln

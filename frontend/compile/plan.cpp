@@ -5,6 +5,7 @@
 #include "kiln/frontend/compile/compiled_backward.h"
 #include "kiln/frontend/compile/segments.h"
 #include "kiln/frontend/custom_function.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/runtime/autograd/autograd_meta.h"
 #include "kiln/runtime/autograd/grad_mode.h"
 #include "kiln/runtime/storage.h"
@@ -84,10 +85,14 @@ std::vector<Tensor> run_plan(const std::shared_ptr<const Plan>& plan,
     return out;
   }
   std::vector<Tensor> out;
+  std::vector<int64_t> symbols;
   {
     // The forward plan records no eager history: CompiledBackward stands for all of it.
     NoGradGuard no_grad;
-    out = interpret(*plan->forward, primals, random.has_value() ? &*random : nullptr);
+    // Bound here rather than inside interpret: the backward runs at the same values.
+    if (!plan->forward->symbol_hints().empty())
+      symbols = ir::bind_symbols(*plan->forward, primals, "compiled function");
+    out = interpret(*plan->forward, primals, random.has_value() ? &*random : nullptr, &symbols);
     // Into arguments and lifted tensors alike (Note [Lifted tensors], graph_tracer.h).
     for (auto [input, output] : plan->write_backs)
       primals.at(input).copy_(out.at(output));
@@ -98,7 +103,8 @@ std::vector<Tensor> run_plan(const std::shared_ptr<const Plan>& plan,
   if (!plan->backward || !GradMode::is_enabled()) return outputs;
 
   std::vector<Tensor> saved(out.begin() + static_cast<std::ptrdiff_t>(num_forward), out.end());
-  auto node = autograd::make_node<CompiledBackward>(plan, saved, primals, random);
+  auto node =
+      autograd::make_node<CompiledBackward>(plan, saved, primals, random, std::move(symbols));
   std::vector<Tensor> wrt;
   for (size_t k : plan->grad_primals)
     wrt.push_back(primals.at(k));

@@ -195,7 +195,8 @@ std::vector<Tensor> make_root_grads(const char* api, const std::vector<Tensor>& 
                  api, i, shape_str(out.sizes()));
       g = ones_like(out);
     } else {
-      KILN_CHECK(g.sizes() == out.sizes(),
+      // Compared as SymInts first (Note [Size reads while tracing]).
+      KILN_CHECK(g.sym_sizes() == out.sym_sizes() || g.sizes() == out.sizes(),
                  "{}: mismatch in shape: grad_outputs[{}] has shape {} and output[{}] has shape {}",
                  api, i, shape_str(g.sizes()), i, shape_str(out.sizes()));
       KILN_CHECK(g.device() == out.device(),

@@ -38,34 +38,56 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::source_location loc) {
   if (da == 2 && db == 2) return mm(a, b);
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
   if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
+  // The shapes below are SymInts, so that under a symbolic trace the reshapes keep the batch
+  // and sequence sizes symbolic (Note [Symbolic size attributes]); elsewhere they are integers.
+  // Which path runs depends on sizes of 0 and on the layout, never on a symbol's value (a
+  // symbol is never 0), so those reads need not specialize.
+  const TensorImpl& ai = *a.impl();
   // [..., n, k] @ [k, m] folds the batch dims into the rows of one mm (as torch does) when
   // that needs no copy of `a`; a single large gemm beats a loop of small ones.
-  if (da >= 3 && db == 2 && a.numel() > 0) {
-    int64_t k = a.size(-1);
-    Shape rows_shape{-1, k};
-    if (view_strides(a.sizes(), a.strides(), infer_size("matmul", rows_shape, a.numel()))) {
-      Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
-      out_shape.push_back(b.size(1));
-      return mm(a.reshape(rows_shape), b).view(out_shape);
+  if (da >= 3 && db == 2 && ai.numel() > 0) {
+    SymShape a_sizes = a.sym_sizes();
+    bool foldable = is_static(a_sizes)
+                        ? view_strides(ai.sizes(), ai.strides(),
+                                       Shape{ai.numel() / ai.sizes().back(), ai.sizes().back()})
+                              .has_value()
+                        : ai.is_contiguous();
+    if (foldable) {
+      SymShape out_shape(a_sizes.begin(), a_sizes.end() - 1);
+      out_shape.push_back(b.sym_size(1));
+      return mm(a.reshape_symint({-1, a_sizes.back()}), b).view_symint(std::move(out_shape));
     }
   }
   // Batched: a 1-D operand gains a matrix dim that is dropped from the result afterwards.
   Tensor a3 = da == 1 ? a.unsqueeze(0) : a;
   Tensor b3 = db == 1 ? b.unsqueeze(1) : b;
-  int64_t n = a3.size(-2), k = a3.size(-1), m = b3.size(-1);
-  Shape batch_a(a3.sizes().begin(), a3.sizes().end() - 2);
-  Shape batch_b(b3.sizes().begin(), b3.sizes().end() - 2);
-  Shape batch = broadcast_shapes("matmul", batch_a, batch_b);
-  int64_t batch_numel = shape_numel(batch);
-  Shape a_full = batch, b_full = batch;
+  SymShape a_sizes = a3.sym_sizes(), b_sizes = b3.sym_sizes();
+  SymInt n = a_sizes[a_sizes.size() - 2], k = a_sizes.back(), m = b_sizes.back();
+  SymShape batch_a(a_sizes.begin(), a_sizes.end() - 2);
+  SymShape batch_b(b_sizes.begin(), b_sizes.end() - 2);
+  SymShape batch;
+  try {
+    batch = broadcast_shapes("matmul", batch_a, batch_b);
+  } catch (const Error&) {
+    // Expressions that differ may still agree at these sizes: compare the integers (which, in
+    // a symbolic trace, specializes them) and throw torch's message when they do not agree.
+    const Shape& sa = a3.sizes();
+    const Shape& sb = b3.sizes();
+    batch = to_sym_shape(broadcast_shapes("matmul", Shape(sa.begin(), sa.end() - 2),
+                                          Shape(sb.begin(), sb.end() - 2)));
+  }
+  SymInt batch_numel = 1;
+  for (const SymInt& s : batch)
+    batch_numel *= s;
+  SymShape a_full = batch, b_full = batch;
   a_full.insert(a_full.end(), {n, k});
   b_full.insert(b_full.end(), {k, m});
-  Tensor out = bmm(a3.expand(a_full).reshape({batch_numel, n, k}),
-                   b3.expand(b_full).reshape({batch_numel, k, m}));
-  Shape out_shape = batch;
+  Tensor out = bmm(a3.expand_symint(std::move(a_full)).reshape_symint({batch_numel, n, k}),
+                   b3.expand_symint(std::move(b_full)).reshape_symint({batch_numel, k, m}));
+  SymShape out_shape = batch;
   if (da > 1) out_shape.push_back(n);
   if (db > 1) out_shape.push_back(m);
-  return out.view(out_shape);
+  return out.view_symint(std::move(out_shape));
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -75,7 +97,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
              "linear: weight must be 1-D or 2-D, got shape {} (input shape {})",
              shape_str(weight.sizes()), shape_str(x.sizes()));
   int64_t in_features = weight.size(-1);
-  KILN_CHECK(x.dim() >= 1 && x.size(-1) == in_features,
+  // x's last dim compared as a SymInt first, so a symbolic one is not specialized (Note [Size
+  // reads while tracing]).
+  KILN_CHECK(x.dim() >= 1 && (x.sym_size(-1) == SymInt(in_features) || x.size(-1) == in_features),
              "linear: input of shape {} does not match weight of shape {} (expected the input's "
              "last dimension to be {})",
              shape_str(x.sizes()), shape_str(weight.sizes()), in_features);

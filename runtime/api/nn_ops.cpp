@@ -67,7 +67,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
   CallSiteScope site(loc);
   KILN_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum",
              "mse_loss: reduction must be \"none\", \"mean\" or \"sum\", got \"{}\"", reduction);
-  KILN_CHECK(input.sizes() == target.sizes(),
+  // Compared as SymInts first (Note [Size reads while tracing]).
+  KILN_CHECK(input.sym_sizes() == target.sym_sizes() || input.sizes() == target.sizes(),
              "mse_loss: input of shape {} and target of shape {} must have the same shape",
              shape_str(input.sizes()), shape_str(target.sizes()));
   Tensor d = sub(input, target);

@@ -60,6 +60,12 @@ SymInt Tensor::sym_size(int64_t dim) const {
   }
   return checked()->sizes()[d];  // no SymShape built outside a symbolic trace
 }
+SymInt Tensor::sym_numel() const {
+  SymInt n = 1;
+  for (const SymInt& s : sym_sizes())
+    n *= s;
+  return n;
+}
 int64_t Tensor::stride(int64_t dim) const {
   return strides()[static_cast<size_t>(wrap_dim("stride", dim, this->dim()))];
 }
@@ -142,9 +148,28 @@ Tensor Tensor::clone(std::source_location loc) const {
 // ---- views ----
 Tensor Tensor::view(Shape sizes, std::source_location loc) const {
   CallSiteScope site(loc);
+  return call_op1(KILN_OP("view"), {*this}, SizeAttrs{to_sym_shape(sizes)});
+}
+Tensor Tensor::view_symint(SymShape sizes, std::source_location loc) const {
+  CallSiteScope site(loc);
   return call_op1(KILN_OP("view"), {*this}, SizeAttrs{std::move(sizes)});
 }
+Tensor Tensor::reshape_symint(SymShape sizes, std::source_location loc) const {
+  if (is_static(sizes) && is_static(sym_sizes()))
+    return reshape(expect_ints(sizes, "reshape"), loc);
+  CallSiteScope site(loc);
+  // Symbols come only from a symbolic trace. A contiguous tensor always views to sizes of the
+  // same numel (the view's rule checks that over the symbols); another copies first (eager may
+  // have found view strides for it, but whether reshape returns a view is unspecified, as in
+  // torch, and the values are the same).
+  if (impl()->is_contiguous()) return view_symint(std::move(sizes), loc);
+  return clone(loc).view_symint(std::move(sizes), loc);
+}
 Tensor Tensor::reshape(Shape sizes, std::source_location loc) const {
+  // Under a symbolic trace a -1 is inferred over the symbols (reshape({-1, d}) of a [s0, s1, d]
+  // tensor is [s0*s1, d]) instead of from numel() read as an integer.
+  if (detail::g_symbolic_traces.load(std::memory_order_relaxed) != 0 && !is_static(sym_sizes()))
+    return reshape_symint(to_sym_shape(sizes), loc);
   CallSiteScope site(loc);
   Shape inferred = infer_size("reshape", sizes, numel());
   if (view_strides(this->sizes(), strides(), inferred)) return view(std::move(inferred), loc);
@@ -165,6 +190,10 @@ Tensor Tensor::permute(Shape dims, std::source_location loc) const {
   return call_op1(KILN_OP("permute"), {*this}, DimsAttrs{std::move(dims)});
 }
 Tensor Tensor::expand(Shape sizes, std::source_location loc) const {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("expand"), {*this}, SizeAttrs{to_sym_shape(sizes)});
+}
+Tensor Tensor::expand_symint(SymShape sizes, std::source_location loc) const {
   CallSiteScope site(loc);
   return call_op1(KILN_OP("expand"), {*this}, SizeAttrs{std::move(sizes)});
 }

@@ -6,6 +6,16 @@
 // A formula may return a gradient of the broadcast shape or of a wider floating dtype: the
 // engine sums it down to the forward input's shape and casts it to the input's dtype when it
 // validates a Node's outputs (engine.cpp). Formulas therefore never reduce broadcasts themselves.
+//
+// Note [Symbolic saved sizes]
+// Under a trace with symbolic sizes (docs/dynamic_shapes.md) the backward pass is traced too, so
+// the sizes autograd saved in the forward must stay symbolic where a formula builds a shape
+// from them. InputMetadata keeps them over the trace's symbols (`sym_sizes`: the tracer answers
+// for forward inputs when the Node is made, and fills in the forward outputs' after it records
+// the op). A formula that builds sizes reads input_sym_sizes and passes them to view_symint,
+// reshape_symint or expand_symint; one that uses them as integers (a loop bound, a scalar)
+// reads input_sizes, which reports the read so the trace specializes those symbols. So a
+// formula not yet written over symbols is still right at every size its plan serves.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +47,11 @@ struct GradArgs {
     return *static_cast<const A*>(attrs);
   }
   bool needs(size_t i) const { return i < needs_input_grad.size() && needs_input_grad[i]; }
-  const Shape& input_sizes(size_t i) const { return input_meta[i].sizes; }
+  // Input i's sizes as integers; under a symbolic trace this read specializes their symbols
+  // (Note [Symbolic saved sizes]).
+  const Shape& input_sizes(size_t i) const { return input_meta[i].read_sizes(); }
+  // Input i's sizes as the trace sees them: expressions over its symbols, or integers.
+  SymShape input_sym_sizes(size_t i) const { return input_meta[i].symbolic_sizes(); }
   DType input_dtype(size_t i) const { return input_meta[i].dtype; }
   const Tensor& grad() const { return grads[0]; }
 };

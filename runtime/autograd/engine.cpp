@@ -184,6 +184,28 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
   return r.sizes() == shape ? r : r.reshape(shape);
 }
 
+// sum_to over symbolic sizes (Note [Symbolic saved sizes]): the dims to sum are chosen by
+// comparing expressions, so the traced graph sums the same dims at every size. Nullopt when
+// `have` does not broadcast to `want` as expressions; the caller then compares integers, which
+// specializes.
+std::optional<Tensor> sum_to_symbolic(const Tensor& grad, const SymShape& have,
+                                      const SymShape& want) {
+  if (have.size() < want.size()) return std::nullopt;
+  size_t lead = have.size() - want.size();
+  Shape dims;
+  SymShape summed = have;
+  for (size_t d = 0; d < have.size(); ++d) {
+    bool sum_here = d < lead || (want[d - lead] == SymInt(1) && !(have[d] == SymInt(1)));
+    if (!sum_here && !(have[d] == want[d - lead])) return std::nullopt;
+    if (sum_here) {
+      dims.push_back(static_cast<int64_t>(d));
+      summed[d] = 1;
+    }
+  }
+  Tensor r = dims.empty() ? grad : sum(grad, dims, /*keepdim=*/true);
+  return summed == want ? r : r.reshape_symint(want);
+}
+
 bool is_expandable_to(const Shape& shape, const Shape& target) {
   if (shape.size() > target.size()) return false;
   size_t lead = target.size() - shape.size();
@@ -207,7 +229,19 @@ void validate_outputs(Node& fn, variable_list& grads) {
     if (!g.defined()) continue;
     const InputMetadata& m = e.function->input_metadata(e.input_nr);
     if (!m.defined) continue;
-    if (g.sizes() != m.sizes) {
+    bool shaped = false;
+    if (kiln::detail::g_symbolic_traces.load(std::memory_order_relaxed) != 0 && is_tracing()) {
+      SymShape have = g.sym_sizes(), want = m.symbolic_sizes();
+      if (have == want) {
+        shaped = true;
+      } else if (std::optional<Tensor> summed = sum_to_symbolic(g, have, want)) {
+        g = std::move(*summed);
+        shaped = true;
+      } else {
+        m.read_sizes();  // the integer comparison below specializes both sides
+      }
+    }
+    if (!shaped && g.sizes() != m.sizes) {
       KILN_CHECK(is_expandable_to(m.sizes, g.sizes()),
                  "{}: invalid gradient at index {}: got shape {} but expected shape {} (or one "
                  "that broadcasts to it)",
@@ -412,8 +446,6 @@ std::vector<Tensor> Engine::execute(const edge_list& roots, const std::vector<Te
                                     const edge_list& outputs) {
   KILN_CHECK(roots.size() == grads.size(), "backward: got {} roots but {} gradients", roots.size(),
              grads.size());
-  // Note [Size reads while tracing]: the formulas read sizes autograd saved as integers.
-  if (is_tracing()) current_tracing_state()->on_backward();
   auto root = autograd::make_node<GraphRoot>(roots, grads);
   GraphTask task;
   task.keep_graph = keep_graph;

@@ -7,11 +7,13 @@ namespace kiln::autograd {
 namespace {
 
 // In-place accumulation is safe when the held gradient is ours alone (no other handle, no view
-// of its storage) and carries no history that an in-place op would have to rebase.
+// of its storage) and carries no history that an in-place op would have to rebase. The sizes
+// are read below the tracer's notice: both branches compute the same values at any size.
 bool can_accumulate_in_place(const Tensor& held, const Tensor& incoming) {
   return held.impl_ptr().use_count() == 1 && held.impl()->storage().use_count() == 1 &&
-         !requires_grad(held) && !requires_grad(incoming) && held.sizes() == incoming.sizes() &&
-         held.dtype() == incoming.dtype() && held.is_contiguous();
+         !requires_grad(held) && !requires_grad(incoming) &&
+         held.impl()->sizes() == incoming.impl()->sizes() && held.dtype() == incoming.dtype() &&
+         held.is_contiguous();
 }
 
 }  // namespace

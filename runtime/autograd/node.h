@@ -51,6 +51,8 @@ class Node : public std::enable_shared_from_this<Node> {
   uint32_t add_undefined_input();  // a forward output that gets no gradient (an index tensor)
   uint32_t num_inputs() const { return static_cast<uint32_t>(input_metadata_.size()); }
   const InputMetadata& input_metadata(size_t index) const { return input_metadata_.at(index); }
+  // For the tracer, which adds the symbolic sizes (Note [Symbolic saved sizes]).
+  InputMetadata& mutable_input_metadata(size_t index) { return input_metadata_.at(index); }
   void clear_input_metadata() { input_metadata_.clear(); }
 
   // ---- outputs: one next edge per forward input ----

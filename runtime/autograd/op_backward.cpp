@@ -70,7 +70,7 @@ variable_list OpBackward::apply(variable_list&& grads) {
   for (size_t i = 0; i < grads.size(); ++i) {
     const InputMetadata& m = input_metadata(i);
     if (!grads[i].defined() && m.defined)
-      grads[i] = zeros(m.sizes, TensorOptions().dtype(m.dtype).device(m.device));
+      grads[i] = zeros(m.read_sizes(), TensorOptions().dtype(m.dtype).device(m.device));
   }
   // std::vector<bool> is packed and has no data(); a plain bool array backs the span.
   std::unique_ptr<bool[]> needs(new bool[next_edges_.size()]());

@@ -171,13 +171,16 @@ kir::Val where_expr(const OpDef&, std::span<const kir::Val> in, const void*, DTy
 
 // ---- masked_fill(self, mask, value) ----
 
-std::vector<OutputGeometry> masked_fill_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                              const void*) {
-  Shape self(inputs[0].sizes.begin(), inputs[0].sizes.end());
-  Shape b = broadcast_shapes(op.name, self, inputs[1].sizes);
+// A template over the size type (Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> masked_fill_shape(const OpDef& op, std::span<const Ref> inputs,
+                                                      const void*) {
+  using Sizes = rules::SizesOf<Ref>;
+  Sizes self(inputs[0].sizes.begin(), inputs[0].sizes.end());
+  Sizes b = broadcast_shapes(op.name, self, inputs[1].sizes);
   KILN_CHECK(b == self, "{}: mask of shape {} is not broadcastable to self of shape {}", op.name,
              shape_str(inputs[1].sizes), shape_str(self));
-  return {OutputGeometry{std::move(self)}};
+  return {rules::GeometryOf<Ref>{std::move(self)}};
 }
 
 DType masked_fill_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs,
@@ -264,14 +267,14 @@ void register_pointwise_compare_ops(OpTable& table) {
 
   OpDef& mf = table.add<MaskedFillAttrs>("masked_fill", {"self", "mask"},
                                          kPointwise | kRecomputable, "MaskedFillAttrs");
-  mf.shape = masked_fill_shape;
+  rules::set_shape_rules(mf, masked_fill_shape<MetaRef>, masked_fill_shape<SymMetaRef>);
   mf.dtype = masked_fill_dtype;
   mf.compute[kCpuKey] = masked_fill_kernel;
   mf.expr = masked_fill_expr;
 
   OpDef& mf_ =
       table.add<MaskedFillAttrs>("masked_fill_", {"self", "mask"}, kInPlace, "MaskedFillAttrs");
-  mf_.shape = masked_fill_shape;
+  rules::set_shape_rules(mf_, masked_fill_shape<MetaRef>, masked_fill_shape<SymMetaRef>);
   mf_.dtype = masked_fill_dtype;
   mf_.compute[kCpuKey] = masked_fill_kernel;
 }

@@ -5,8 +5,15 @@
 
 namespace kiln {
 
+// Note [Symbolic size attributes]
+// view's and expand's sizes are a SymShape: in a graph traced with symbolic sizes they may be
+// expressions over the symbols (x.view_symint({x.sym_size(0), -1})). The tracer hands the eager
+// kernel their values at the traced sizes and records the expressions; the plan interpreter
+// evaluates them at each call's bound symbols (ir::evaluate_attrs). So an eager kernel, and the
+// op's integer shape rule, only ever see integers here; the rule over symbols reads them as
+// they are.
 struct SizeAttrs {  // view, expand
-  Shape size;
+  SymShape size;
   bool operator==(const SizeAttrs&) const = default;
   template <class S, class V>
   static void visit(S& s, V&& v) {

@@ -76,7 +76,8 @@ OutputGeometry geometry(const MetaRef& x) {
 std::vector<OutputGeometry> view_shape(const OpDef& op, std::span<const MetaRef> in,
                                        const void* attrs) {
   const MetaRef& x = in[0];
-  Shape sizes = infer_size(op.name, attrs_as<SizeAttrs>(attrs).size, shape_numel(x.sizes));
+  Shape sizes = infer_size(op.name, expect_ints(attrs_as<SizeAttrs>(attrs).size, op.name),
+                           shape_numel(x.sizes));
   std::optional<Shape> strides = view_strides(x.sizes, x.strides, sizes);
   KILN_CHECK(strides.has_value(),
              "{}: size {} is not compatible with the input's size {} and stride {} (at least one "
@@ -88,7 +89,7 @@ std::vector<OutputGeometry> view_shape(const OpDef& op, std::span<const MetaRef>
 std::vector<OutputGeometry> expand_shape(const OpDef& op, std::span<const MetaRef> in,
                                          const void* attrs) {
   const MetaRef& x = in[0];
-  const Shape& req = attrs_as<SizeAttrs>(attrs).size;
+  const Shape req = expect_ints(attrs_as<SizeAttrs>(attrs).size, op.name);
   KILN_CHECK(req.size() >= x.sizes.size(),
              "{}: the number of sizes provided ({}) must be greater or equal to the number of "
              "dimensions in the tensor ({}); size {} vs tensor shape {}",
@@ -115,6 +116,102 @@ std::vector<OutputGeometry> expand_shape(const OpDef& op, std::span<const MetaRe
                op.name, want, have, i, shape_str(req), shape_str(x.sizes));
     g.sizes[i] = want;
     g.strides[i] = have == want ? x.strides[i - lead] : 0;
+  }
+  return {std::move(g)};
+}
+
+SymInt sym_numel(std::span<const SymInt> sizes) {
+  SymInt n = 1;
+  for (const SymInt& s : sizes)
+    n *= s;
+  return n;
+}
+
+// Whether `strides` lay `sizes` out row-major (a size-1 dim's stride does not matter).
+bool sym_contiguous(std::span<const SymInt> sizes, std::span<const SymInt> strides) {
+  if (strides.empty()) return true;
+  SymShape expected = contiguous_strides(sizes);
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (!(sizes[d] == SymInt(1)) && !(strides[d] == expected[d])) return false;
+  return true;
+}
+
+// view over symbolic sizes (Note [Symbolic size attributes]). Sizes are compared as
+// expressions, so a size that only matches for some values of the symbols is refused (and the
+// tracer specializes). The integer rule's stride search (view_strides) is not repeated here: a
+// non-contiguous input views only to its own sizes.
+std::vector<SymOutputGeometry> view_sym_shape(const OpDef& op, std::span<const SymMetaRef> in,
+                                              const void* attrs) {
+  const SymMetaRef& x = in[0];
+  SymShape sizes = attrs_as<SizeAttrs>(attrs).size;
+  SymInt numel = sym_numel(x.sizes), known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == SymInt(-1)) {
+      KILN_CHECK(infer_at < 0, "{}: only one dimension can be inferred in size {}", op.name,
+                 shape_str(sizes));
+      infer_at = static_cast<int>(i);
+    } else {
+      KILN_CHECK(!sizes[i].maybe_int() || *sizes[i].maybe_int() >= 0, "{}: invalid size {} in {}",
+                 op.name, sizes[i], shape_str(sizes));
+      known *= sizes[i];
+    }
+  }
+  if (infer_at >= 0) {
+    KILN_CHECK(!(known == SymInt(0)) && mod(numel, known) == SymInt(0),
+               "{}: shape {} is invalid for input of size {}", op.name, shape_str(sizes), numel);
+    sizes[static_cast<size_t>(infer_at)] = floordiv(numel, known);
+  } else {
+    KILN_CHECK(known == numel, "{}: shape {} is invalid for input of size {}", op.name,
+               shape_str(sizes), numel);
+  }
+  SymShape strides;
+  if (sym_contiguous(x.sizes, x.strides)) {
+    strides = contiguous_strides(sizes);
+  } else {
+    KILN_CHECK(SymShape(x.sizes.begin(), x.sizes.end()) == sizes,
+               "{}: a view of a non-contiguous input of sizes {} to {} is not supported over "
+               "symbolic sizes",
+               op.name, shape_str(x.sizes), shape_str(sizes));
+    strides.assign(x.strides.begin(), x.strides.end());
+  }
+  return {SymOutputGeometry{std::move(sizes), std::move(strides), x.storage_offset}};
+}
+
+// expand over symbolic sizes: a dim keeps its size (-1 or the same expression) or grows from 1.
+std::vector<SymOutputGeometry> expand_sym_shape(const OpDef& op, std::span<const SymMetaRef> in,
+                                                const void* attrs) {
+  const SymMetaRef& x = in[0];
+  const SymShape& req = attrs_as<SizeAttrs>(attrs).size;
+  KILN_CHECK(req.size() >= x.sizes.size(),
+             "{}: the number of sizes provided ({}) must be greater or equal to the number of "
+             "dimensions in the tensor ({}); size {} vs tensor shape {}",
+             op.name, req.size(), x.sizes.size(), shape_str(req), shape_str(x.sizes));
+  size_t lead = req.size() - x.sizes.size();
+  SymShape strides = x.strides.empty() ? contiguous_strides(x.sizes)
+                                       : SymShape(x.strides.begin(), x.strides.end());
+  SymOutputGeometry g{SymShape(req.size()), SymShape(req.size()), x.storage_offset};
+  for (size_t i = 0; i < req.size(); ++i) {
+    bool negative = req[i].maybe_int() && *req[i].maybe_int() < 0;
+    if (i < lead) {
+      KILN_CHECK(!negative, "{}: size {} is invalid for a new leading dimension ({})", op.name,
+                 req[i], shape_str(req));
+      g.sizes[i] = req[i];
+      g.strides[i] = 0;
+      continue;
+    }
+    const SymInt& have = x.sizes[i - lead];
+    SymInt want = req[i] == SymInt(-1) ? have : req[i];
+    KILN_CHECK(!(want.maybe_int() && *want.maybe_int() < 0),
+               "{}: the expanded size {} at dimension {} is invalid (only -1 keeps a size); "
+               "target sizes {}, tensor sizes {}",
+               op.name, req[i], i, shape_str(req), shape_str(x.sizes));
+    KILN_CHECK(have == want || have == SymInt(1),
+               "{}: the expanded size of the tensor ({}) must match the existing size ({}) at "
+               "non-singleton dimension {}. Target sizes: {}. Tensor sizes: {}",
+               op.name, want, have, i, shape_str(req), shape_str(x.sizes));
+    g.sizes[i] = want;
+    g.strides[i] = have == want ? strides[i - lead] : SymInt(0);
   }
   return {std::move(g)};
 }
@@ -317,8 +414,8 @@ OpDef& def_view(OpTable& table, const char* name, const char* attrs_type, ShapeR
 }  // namespace
 
 void register_view_ops(OpTable& table) {
-  def_view<SizeAttrs>(table, "view", "SizeAttrs", view_shape);
-  def_view<SizeAttrs>(table, "expand", "SizeAttrs", expand_shape);
+  def_view<SizeAttrs>(table, "view", "SizeAttrs", view_shape).sym_shape = view_sym_shape;
+  def_view<SizeAttrs>(table, "expand", "SizeAttrs", expand_shape).sym_shape = expand_sym_shape;
   rules::set_shape_rules(def_view<TransposeAttrs>(table, "transpose", "TransposeAttrs", nullptr),
                          transpose_shape<MetaRef>, transpose_shape<SymMetaRef>);
   rules::set_shape_rules(def_view<DimsAttrs>(table, "permute", "DimsAttrs", nullptr),

@@ -1,8 +1,8 @@
 // trace() with TraceOptions::dynamic (Note [Symbolic tracing]): the inputs' dims become symbols,
 // the recorded graph computes over them, and it runs at other sizes with the results eager
 // computes there. Every way the trace must specialize a symbol (an integer size read, an op
-// without a rule over symbols, a backward pass) is checked to specialize, so that a graph
-// never reuses a size it read as a constant.
+// without a rule over symbols, a backward formula that uses saved sizes as integers) is checked
+// to specialize, so that a graph never reuses a size it read as a constant.
 #include <string>
 
 #include "kiln/config.h"
@@ -153,11 +153,12 @@ TEST(SymbolicTrace, SymSizeReadsDoNotSpecialize) {
 
 TEST(SymbolicTrace, AnOpWithoutARuleOverSymbolsSpecializesItsInputs) {
   kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
-    return std::vector<Tensor>{x[0].view({-1}).exp(), x[1].exp()};
+    return std::vector<Tensor>{x[0].cumsum(1).exp(), x[1].exp()};
   };
   TracedFunction f = trace_dynamic(fn, {input({4, 3}, 1), input({5}, 2)});
   kiln::ir::verify(f.graph());
-  EXPECT_TRUE(mentions(f.specializations(), "view at")) << f.specializations().front();
+  ASSERT_FALSE(f.specializations().empty());
+  EXPECT_TRUE(mentions(f.specializations(), "cumsum at")) << f.specializations().front();
   // x1's dim has its own symbol, which view did not touch: it stays symbolic.
   EXPECT_EQ(f.graph().input(1)->type().str(), "f32[s0]");
   expect_eager_at(f, fn, {input({4, 3}, 3), input({9}, 4)});
@@ -179,18 +180,72 @@ TEST(SymbolicTrace, ARuleThatRefusesOneSymbolSpecializesOnlyThatOne) {
   EXPECT_TRUE(throws_error_containing([&] { f({input({5, 4}, 3)}); }, {"dim 1 is 4, not 16"}));
 }
 
-TEST(SymbolicTrace, BackwardSpecializesEverySymbol) {
+// Sizes computed from the input (Note [Symbolic size attributes]): view_symint, reshape with a
+// -1, and expand_symint keep the symbols, print them in their attributes and run at other sizes.
+TEST(SymbolicTrace, SizesComputedFromTheInputStaySymbolic) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    kiln::SymInt rows = x[0].sym_size(0);
+    Tensor rows_of = x[0].view_symint({rows, -1});               // [s0, s1*s2]
+    Tensor flat = x[0].reshape({-1});                            // [s0*s1*s2]
+    Tensor wide = x[1].expand_symint({rows, x[1].sym_size(0)});  // [s0, s3]
+    return std::vector<Tensor>{rows_of.sum({1}), flat * 2.0, wide + 1.0};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({4, 6, 3}, 1), input({5}, 2)});
+  kiln::ir::verify(f.graph());
+  EXPECT_TRUE(f.specializations().empty()) << f.specializations().front();
+  std::string text = f.graph().str();
+  EXPECT_NE(text.find("f32[s0, s1*s2] = view(%x0) {size=[s0, -1]}"), std::string::npos) << text;
+  EXPECT_NE(text.find("f32[s0*s1*s2] = view(%x0) {size=[-1]}"), std::string::npos) << text;
+  EXPECT_NE(text.find("expand(%x1) {size=[s0, s3]}"), std::string::npos) << text;
+  expect_eager_at(f, fn, {input({3, 8, 2}, 3), input({7}, 4)});
+  expect_eager_at(f, fn, {input({9, 2, 5}, 5), input({2}, 6)});
+  // A view whose sizes fit the input only at the traced sizes specializes: [4, 6] viewed as
+  // [s0 * 6] is right only while s1 is 6, and splitting s1 in halves only while it is even.
+  kiln::TraceFn fixed = [](const std::vector<Tensor>& x) {
+    kiln::SymInt rows = x[0].sym_size(0);
+    return std::vector<Tensor>{x[0].view_symint({rows * 6}) * 2.0,
+                               x[0].view_symint({rows, 2, -1}).sum({1})};
+  };
+  TracedFunction g = trace_dynamic(fixed, {input({4, 6}, 7)});
+  EXPECT_TRUE(mentions(g.specializations(), "view at")) << g.graph().str();
+  expect_eager_at(g, fixed, {input({4, 6}, 8)});
+}
+
+// The backward is traced over the same symbols (Note [Symbolic saved sizes]): the graph of a
+// gradient serves other sizes.
+TEST(SymbolicTrace, TheBackwardIsTracedOverTheSymbols) {
   kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
     Tensor w = x[0].detach().requires_grad_();
-    Tensor loss = (w * w).sum();
-    return kiln::autograd::grad({loss}, {w});
+    Tensor b = x[1].detach().requires_grad_();
+    Tensor loss = ((w * w + b).view_symint({-1}).mean() + (w * b).sum()) * 3.0;
+    return kiln::autograd::grad({loss}, {w, b});
   };
-  TracedFunction f = trace_dynamic(fn, {input({4, 3}, 1)});
+  TracedFunction f = trace_dynamic(fn, {input({4, 3}, 1), input({3}, 2)});
   kiln::ir::verify(f.graph());
-  EXPECT_FALSE(f.graph().has_symbolic_types());
-  EXPECT_TRUE(f.graph().symbol_hints().empty());
-  EXPECT_TRUE(mentions(f.specializations(), "autograd's backward"));
-  expect_eager_at(f, fn, {input({4, 3}, 2)});
+  EXPECT_TRUE(f.specializations().empty()) << f.specializations().front();
+  EXPECT_TRUE(f.graph().has_symbolic_types());
+  expect_eager_at(f, fn, {input({7, 5}, 3), input({5}, 4)});
+  expect_eager_at(f, fn, {input({2, 9}, 5), input({9}, 6)});
+}
+
+// A formula that uses saved sizes as integers (var's divisor) specializes their symbols, so the
+// graph is right at the sizes it serves and refuses the others.
+TEST(SymbolicTrace, ABackwardFormulaReadingSavedSizesSpecializesThem) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    Tensor w = x[0].detach().requires_grad_();
+    return kiln::autograd::grad({w.var({0}).sum()}, {w});
+  };
+  TracedFunction f = trace_dynamic(fn, {input({6, 3}, 1)});
+  kiln::ir::verify(f.graph());
+  EXPECT_TRUE(mentions(f.specializations(), "sizes autograd saved, read as integers"))
+      << f.graph().str();
+  EXPECT_EQ(f.graph().input(0)->type().str(), "f32[6, 3]");
+  expect_eager_at(f, fn, {input({6, 3}, 2)});
+  EXPECT_TRUE(throws_error_containing(
+      [&] {
+        f({input({5, 3}, 3)});
+      },
+      {"the graph expects f32[6, 3]"}));
 }
 
 // The traced graph fused and lowered: each group is one kernel with size parameters, launched

@@ -262,7 +262,7 @@ TEST(Interpreter, ErrorsNameTheNodeAndItsCallSite) {
   t.sizes = {2};
   kiln::ir::Value* x = g.add_input(t, "x");
   const kiln::OpDef& view = kiln::get_op("view");
-  kiln::SizeAttrs bad{{3}};
+  kiln::SizeAttrs bad{{kiln::SymInt(3)}};
   kiln::ir::TensorType out;
   out.sizes = {3};
   kiln::ir::Value* in[] = {x};

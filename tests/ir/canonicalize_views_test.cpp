@@ -36,14 +36,14 @@ class ChainBuilder {
           s[1] *= s[0];
           s.erase(s.begin());
         }
-        return make(g, "view", v, SizeAttrs{s});
+        return make(g, "view", v, SizeAttrs{to_sym_shape(s)});
       }
       case 1: {  // expand: grow size-1 dims, maybe add a leading one
         Shape s = t.sizes;
         for (int64_t& d : s)
           if (d == 1) d = 1 + pick(3);
         if (pick(2) == 0) s.insert(s.begin(), 1 + pick(2));
-        return make(g, "expand", v, SizeAttrs{s});
+        return make(g, "expand", v, SizeAttrs{to_sym_shape(s)});
       }
       case 2:
         if (nd == 0) return nullptr;

@@ -110,6 +110,8 @@ void set_unusual_values(void* attrs, const AttrVTable* vt, std::mt19937& rng) {
             *p = p->has_value() ? std::nullopt : std::optional<int64_t>(-2);
           } else if constexpr (std::is_same_v<T, Shape>) {
             *p = Shape{3, -1, 0};
+          } else if constexpr (std::is_same_v<T, SymShape>) {
+            *p = SymShape{3, -1, 0};
           } else if constexpr (std::is_same_v<T, DType>) {
             *p = *p == kBFloat16 ? kBool : kBFloat16;
           } else {

@@ -7,8 +7,10 @@
 
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln::ir {
@@ -103,6 +105,54 @@ TEST(SymbolicTypes, ParseErrors) {
   EXPECT_EQ(error_of("graph(%x : f32[s0 +]) symbols(s0 = 4):\n  return (%x)\n"),
             "parse error at line 1, column 20: expected an integer, a symbol (s0, s1, ...), "
             "floordiv, mod or '(' for the sizes of a type, found ']'");
+}
+
+// Note [Symbolic size attributes]: view's and expand's sizes may be expressions. They print and
+// parse back, the verifier checks the ops' types against them, and they are evaluated at a
+// call's values and rewritten when symbols are specialized.
+constexpr const char* kSizeAttrs =
+    R"(graph(%x : f32[s0, 6]) symbols(s0 = 4):
+  %0 : f32[s0, 2, 3] = view(%x) {size=[s0, 2, -1]}
+  %1 : f32[2, s0, 2, 3] strided[0, 6, 3, 1] = expand(%0) {size=[2, s0, 2, 3]}
+  return (%1)
+)";
+
+TEST(SymbolicTypes, SizeAttributesOverSymbols) {
+  auto g = parse(kSizeAttrs);
+  EXPECT_EQ(g->str(), kSizeAttrs);
+  verify(*g);
+  const Node* view = g->outputs()[0]->node()->input(0)->node();
+  EXPECT_TRUE(attrs_are_symbolic(view->op()->attrs, view->attrs()));
+  OpAttrs at7 = evaluate_attrs(view->op()->attrs, view->attrs(), std::vector<int64_t>{7});
+  EXPECT_EQ(static_cast<const SizeAttrs*>(at7.get())->size, (SymShape{7, 2, -1}));
+  EXPECT_FALSE(attrs_are_symbolic(view->op()->attrs, at7.get()));
+
+  // A type the attribute does not give is refused.
+  std::string wrong = kSizeAttrs;
+  wrong.replace(wrong.find("f32[s0, 2, 3] ="), 15, "f32[s0, 3, 2] =");
+  auto bad = parse(wrong);
+  EXPECT_THROW(verify(*bad), Error);
+
+  // A symbol the graph does not declare is a parse error.
+  std::string undeclared = kSizeAttrs;
+  undeclared.replace(undeclared.find("size=[s0, 2, -1]"), 16, "size=[s1, 2, -1]");
+  try {
+    parse(undeclared);
+    FAIL() << "parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the symbol s1 in 'size' of 'view' is not declared"),
+              std::string::npos)
+        << e.what();
+  }
+
+  // Specializing s0 rewrites the attributes with the types.
+  specialize_symbols(*g, {true});
+  EXPECT_EQ(g->str(), R"(graph(%x : f32[4, 6]):
+  %0 : f32[4, 2, 3] = view(%x) {size=[4, 2, -1]}
+  %1 : f32[2, 4, 2, 3] strided[0, 6, 3, 1] = expand(%0) {size=[2, 4, 2, 3]}
+  return (%1)
+)");
+  verify(*g);
 }
 
 TEST(SymbolicTypes, VerifierChecksHintValues) {

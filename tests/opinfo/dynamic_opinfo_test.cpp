@@ -26,6 +26,7 @@ struct Counts {
   int compiled = 0;        // samples compiled with dynamic=True
   int compiled_calls = 0;  // calls at the smaller sizes compared with eager
   int one_plan = 0;        // samples whose calls at changed sizes all ran on the first plan
+  int compiled_grads = 0;  // compiled calls whose gradients were compared with eager's
 };
 Counts& counts() {
   static Counts c;
@@ -39,8 +40,9 @@ class ReportCounts : public ::testing::Environment {
     if (c.compiled > 0)
       std::printf(
           "[dynamic compile opinfo] %d samples compiled with dynamic=True; %d calls at smaller "
-          "sizes within tolerance of eager; %d samples served at every size by one plan\n",
-          c.compiled, c.compiled_calls, c.one_plan);
+          "sizes within tolerance of eager (%d calls compared gradients too); %d samples served "
+          "at every size by one plan\n",
+          c.compiled, c.compiled_calls, c.compiled_grads, c.one_plan);
     if (c.samples == 0) return;
     std::printf(
         "[dynamic trace opinfo] %d samples traced with symbolic sizes (%d kept symbols, %d not "
@@ -120,30 +122,66 @@ void check_sample(const OpInfo& info, const Sample& s) {
   ++counts().compared;
 }
 
-// At the sample's sizes, then narrowed by 1 and by 2.
+// The outputs of `call` on fresh leaves made from `inputs` (floating ones require grad), and the
+// gradients of its differentiable outputs with respect to them, for incoming gradients drawn
+// from the outputs' types (the same for the compiled and the eager call at one size).
+struct Run {
+  std::vector<Tensor> outputs;
+  std::vector<Tensor> grads;
+};
+Run run_with_grads(const kiln::CompiledFunction::Fn& call, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& t : inputs) {
+    Tensor l = t.defined() ? t.detach() : t;
+    if (l.defined() && kiln::is_floating(l.dtype())) l.requires_grad_();
+    leaves.push_back(l);
+  }
+  Run r;
+  r.outputs = call(leaves);
+  std::vector<Tensor> diff_outs, wrt, gos;
+  uint32_t seed = 2000;
+  for (const Tensor& o : r.outputs) {
+    if (!o.requires_grad()) continue;
+    diff_outs.push_back(o);
+    gos.push_back(make_input(o.sizes(), o.dtype(), Layout::Contiguous, -1, 1, seed++));
+  }
+  for (const Tensor& t : leaves)
+    if (t.defined() && t.requires_grad()) wrt.push_back(t);
+  if (!diff_outs.empty() && !wrt.empty())
+    r.grads = kiln::autograd::grad(diff_outs, wrt, gos, false, false, /*allow_unused=*/true);
+  return r;
+}
+
+// At the sample's sizes, then narrowed by 1 and by 2, with the gradients of the floating inputs
+// (Note [Symbolic saved sizes]: the backward is traced over the same symbols).
 void check_compiled(const OpInfo& info, const Sample& s) {
   if (covers_op_with(info, kiln::kRandom) || covers_op_with(info, kiln::kNonTraceable)) return;
   if (info.name == "empty" || info.name == "empty_like") return;  // uninitialized outputs
-  kiln::NoGradGuard no_grad;
   kiln::CompiledFunction f = kiln::compile(
       s.call, kiln::CompileOptions{.backend = kiln::Backend::Interpreter, .dynamic = true});
   kiln::DType computed_in = least_precise_floating(s.inputs);
   ++counts().compiled;
   bool changed = false;
   for (int64_t by = 0; by <= 2; ++by) {
-    std::vector<Tensor> want;
+    Run want;
     try {
-      want = s.call(narrowed(s.inputs, by));
+      want = run_with_grads(s.call, narrowed(s.inputs, by));
     } catch (const kiln::Error&) {
       if (by == 0) throw;  // the sample itself must run
       continue;            // the op refuses these sizes
     }
-    std::vector<Tensor> got = f(narrowed(s.inputs, by));
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_TRUE(within_compiled_tolerance(got[i], want[i], computed_in))
+    Run got = run_with_grads(f, narrowed(s.inputs, by));
+    ASSERT_EQ(got.outputs.size(), want.outputs.size());
+    ASSERT_EQ(got.grads.size(), want.grads.size());
+    for (size_t i = 0; i < got.outputs.size(); ++i)
+      EXPECT_TRUE(within_compiled_tolerance(got.outputs[i], want.outputs[i], computed_in))
           << "output " << i << " with the inputs narrowed by " << by << "; plan:\n"
           << f.dump("fused");
+    for (size_t i = 0; i < got.grads.size(); ++i)
+      EXPECT_TRUE(within_compiled_tolerance(got.grads[i], want.grads[i], computed_in))
+          << "gradient " << i << " with the inputs narrowed by " << by << "; plan:\n"
+          << f.dump("fused");
+    if (!want.grads.empty()) ++counts().compiled_grads;
     if (by > 0) {
       ++counts().compiled_calls;
       changed = changed || changes_sizes(s.inputs, narrowed(s.inputs, by));

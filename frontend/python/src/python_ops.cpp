@@ -113,6 +113,8 @@ void set_field(const OpBinding& b, const AttrField& field, nb::handle h) {
           }
         } else if constexpr (std::is_same_v<F, Shape>) {
           *ptr = to_shape(b, name, h);
+        } else if constexpr (std::is_same_v<F, SymShape>) {
+          *ptr = to_sym_shape(to_shape(b, name, h));
         } else if constexpr (std::is_same_v<F, DType>) {
           if (!nb::isinstance<PyDType>(h))
             type_error(b, "argument '" + name + "' must be kiln.dtype, not " + type_of(h));
@@ -168,9 +170,13 @@ void build_bindings() {
       for (const std::string& n : b.field_names)
         b.params.push_back(param_of(n));
     }
-    constexpr size_t kShapeKind = 7;  // AttrFieldRef's Shape* alternative
+    constexpr size_t kShapeKind = 7;      // AttrFieldRef's Shape* alternative
+    constexpr size_t kSymShapeKind = 10;  // and its SymShape* alternative
     static_assert(std::is_same_v<std::variant_alternative_t<kShapeKind, AttrFieldRef>, Shape*>);
-    b.shape_varargs = b.field_kinds.size() == 1 && b.field_kinds[0] == kShapeKind;
+    static_assert(
+        std::is_same_v<std::variant_alternative_t<kSymShapeKind, AttrFieldRef>, SymShape*>);
+    b.shape_varargs = b.field_kinds.size() == 1 &&
+                      (b.field_kinds[0] == kShapeKind || b.field_kinds[0] == kSymShapeKind);
     KILN_CHECK(op->input_names.size() <= kMaxOpInputs && b.field_names.size() <= kMaxOpFields,
                "op {}: the Python binding takes at most {} tensor inputs and {} attributes",
                op->name, kMaxOpInputs, kMaxOpFields);
@@ -200,7 +206,8 @@ std::string attr_type(size_t kind) {
                                        "int | None",
                                        "int | collections.abc.Sequence[int]",
                                        "kiln.dtype",
-                                       "kiln.device | str"};
+                                       "kiln.device | str",
+                                       "int | collections.abc.Sequence[int]"};
   static_assert(std::size(kTypes) == std::variant_size_v<AttrFieldRef>);
   return kTypes[kind];
 }
@@ -373,7 +380,12 @@ nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::han
         for (; pos < nargs; ++pos)
           s.push_back(to_int(b, prm.name, args[pos]));
       }
-      *std::get<Shape*>(mutable_fields()[prm.index].ref) = std::move(s);
+      AttrFieldRef ref = mutable_fields()[prm.index].ref;
+      if (auto* sym = std::get_if<SymShape*>(&ref)) {
+        **sym = to_sym_shape(s);
+      } else {
+        *std::get<Shape*>(ref) = std::move(s);
+      }
       mark(prm.index);
       break;
     }

@@ -16,9 +16,12 @@ using autograd::kSaveNone;
 // a transposed view. AccumulateGrad must then copy it strided (or accumulate into .grad
 // strided), which costs more than the product for a large weight. Computing (dC^T A)^T instead
 // gives the same numbers with the operand's layout, and its transpose back to w is contiguous.
+// The layout is read off the TensorImpl, which a symbolic trace does not count as a size read
+// (Note [Size reads while tracing]): both branches give the same numbers at any size.
 bool column_major(const Tensor& t) {
-  int64_t n = t.dim();
-  return t.stride(n - 2) == 1 && t.stride(n - 1) == t.size(n - 2) && t.size(n - 1) > 1;
+  const TensorImpl& i = *t.impl();
+  size_t n = i.sizes().size();
+  return i.strides()[n - 2] == 1 && i.strides()[n - 1] == i.sizes()[n - 2] && i.sizes()[n - 1] > 1;
 }
 
 std::vector<Tensor> mm_backward(const GradArgs& args) {

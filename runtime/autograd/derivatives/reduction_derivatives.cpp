@@ -57,9 +57,10 @@ struct Reduced {
 };
 
 Reduced reduced_grad(const GradArgs& args, const Shape& dims, bool keepdim) {
-  const Shape& sizes = args.input_sizes(0);
+  // Only the rank is read, which no symbol changes (Note [Symbolic saved sizes]).
+  auto rank = static_cast<int64_t>(args.input_meta[0].sizes.size());
   Reduced r;
-  r.dims = reduced_dims(args.op.name, dims, static_cast<int64_t>(sizes.size()));
+  r.dims = reduced_dims(args.op.name, dims, rank);
   r.grad = unreduce(args.grad(), r.dims, keepdim);
   return r;
 }
@@ -68,15 +69,31 @@ std::vector<Tensor> sum_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
   const auto& a = args.attrs_as<ReduceAttrs>();
   Reduced r = reduced_grad(args, a.dims, a.keepdim);
-  return {r.grad.expand(args.input_sizes(0))};
+  return {r.grad.expand_symint(args.input_sym_sizes(0))};
+}
+
+// The number of elements each output element of a mean averages, as a 0-dim int64 tensor when
+// it is symbolic (Note [Symbolic saved sizes]): the sum of ones over the reduced dims, so the
+// traced graph computes it at every size. Summing int64 ones is exact at any count.
+Tensor symbolic_count(const SymShape& sizes, const Shape& reduced) {
+  SymShape counted;
+  for (int64_t d : reduced)
+    counted.push_back(sizes[static_cast<size_t>(d)]);
+  return sum(ones({}, TensorOptions().dtype(kInt64)).expand_symint(std::move(counted)));
 }
 
 std::vector<Tensor> mean_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
   const auto& a = args.attrs_as<ReduceAttrs>();
   Reduced r = reduced_grad(args, a.dims, a.keepdim);
-  auto n = static_cast<double>(reduced_numel(args.input_sizes(0), r.dims));
-  return {div(r.grad, n).expand(args.input_sizes(0))};
+  SymShape sizes = args.input_sym_sizes(0);
+  if (is_static(sizes)) {
+    auto n = static_cast<double>(reduced_numel(args.input_sizes(0), r.dims));
+    return {div(r.grad, n).expand(args.input_sizes(0))};
+  }
+  // The same division with the count as a tensor: a float divided by an int64 count converts
+  // the count to the float's dtype, as the scalar does.
+  return {div(r.grad, symbolic_count(sizes, r.dims)).expand_symint(sizes)};
 }
 
 // d prod / d x_i is the product of the other elements of x_i's group, P_i. prod / x_i is

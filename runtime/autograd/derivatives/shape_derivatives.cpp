@@ -16,7 +16,7 @@ using autograd::kSaveNone;
 // input's elements in the same row-major order, so a reshape is their exact inverse.
 std::vector<Tensor> reshape_back(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
-  return {args.grad().reshape(args.input_sizes(0))};
+  return {args.grad().reshape_symint(args.input_sym_sizes(0))};
 }
 
 // expand: the gradient has the expanded shape; the engine sums it down to the input's.
