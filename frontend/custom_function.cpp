@@ -161,7 +161,7 @@ variable_list CppNodeBase::apply(variable_list&& grads) {
     for (size_t i = 0; i < grads.size(); ++i) {
       const InputMetadata& m = output_meta.at(i);
       if (!grads[i].defined() && m.defined) {
-        grads[i] = zeros(m.sizes, TensorOptions().dtype(m.dtype).device(m.device));
+        grads[i] = zeros(m.read_sizes(), TensorOptions().dtype(m.dtype).device(m.device));
       }
     }
   }

@@ -81,7 +81,8 @@ class GraphTracer final : public TracingState {
   std::vector<std::string> specializations() const;
   void on_size_read(const Tensor& t, int64_t dim) override;
   std::optional<SymShape> symbolic_sizes(const Tensor& t) override;
-  void on_saved_sizes_read(std::span<const SymInt> sizes) override;
+  void on_sym_sizes_read(std::span<const SymInt> sizes, std::string_view what) override;
+  int64_t symbolic_size_value(const SymInt& s) override;
   // Note [Symbolic saved sizes]: autograd recorded the outputs' metadata before the tracer knew
   // their Values; this adds their sizes over symbols.
   void add_saved_symbolic_sizes(std::span<const Tensor> outputs);

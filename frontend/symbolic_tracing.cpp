@@ -209,13 +209,16 @@ void GraphTracer::specialize_everything(std::string_view why) {
     fix(static_cast<int64_t>(k), std::string(why));
 }
 
-void GraphTracer::on_saved_sizes_read(std::span<const SymInt> sizes) {
+void GraphTracer::on_sym_sizes_read(std::span<const SymInt> sizes, std::string_view what) {
   if (internal_ > 0 || !symbolic()) return;
   std::string site = short_call_site();
   ir::TensorType read;
   read.sym_sizes.assign(sizes.begin(), sizes.end());
-  specialize(read, fmt::format("sizes autograd saved, read as integers in the backward of {}",
-                               site.empty() ? "?" : site));
+  specialize(read, fmt::format("{} at {}", what, site.empty() ? "?" : site));
+}
+
+int64_t GraphTracer::symbolic_size_value(const SymInt& s) {
+  return s.evaluate(hints_);
 }
 
 std::vector<int64_t> GraphTracer::finish_symbols() {

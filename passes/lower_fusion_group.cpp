@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "kiln/base/error.h"
+#include "kiln/base/options.h"
 #include "kiln/kernel_ir/kernel_ir_rules.h"
 #include "kiln/kernel_ir/kernel_verifier.h"
 #include "kiln/passes/fusion_space.h"
@@ -566,6 +567,12 @@ kir::Kernel lower_fusion_group(const ir::Graph& subgraph, std::string name) {
   return Lowering(subgraph, std::move(name)).run();
 }
 
+static std::string first_line_of(const char* text) {
+  std::string s = text;
+  s.resize(std::min(s.size(), s.find('\n')));
+  return s;
+}
+
 bool lower_fusion_groups(ir::Graph& graph) {
   bool changed = false;
   size_t index = 0;
@@ -574,7 +581,18 @@ bool lower_fusion_groups(ir::Graph& graph) {
     size_t i = index++;
     if (n->fusion_group().kernel) continue;
     const ir::Graph& sub = *n->fusion_group().subgraph;
-    auto kernel = std::make_shared<const kir::Kernel>(lower_fusion_group(sub, kernel_name(sub, i)));
+    std::shared_ptr<const kir::Kernel> kernel;
+    try {
+      kernel = std::make_shared<const kir::Kernel>(lower_fusion_group(sub, kernel_name(sub, i)));
+    } catch (const Error& e) {
+      // A symbolic group whose sizes the kernel IR cannot express yet (a loop extent such as
+      // s1*s2, docs/dynamic_shapes.md) stays a subgraph: the plan interpreter runs its ops one
+      // by one, at the call's symbols. A static group that fails to lower is a bug: it throws.
+      if (!sub.has_symbolic_types()) throw;
+      log_line("fallbacks", fmt::format("{}: not lowered to one kernel; its ops run one by one",
+                                        first_line_of(e.what())));
+      continue;
+    }
     kir::verify(*kernel);
     n->fusion_group().kernel = std::move(kernel);
     changed = true;

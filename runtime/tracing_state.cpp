@@ -84,7 +84,10 @@ std::optional<SymShape> TracingState::symbolic_sizes(const Tensor&) {
   return std::nullopt;
 }
 
-void TracingState::on_saved_sizes_read(std::span<const SymInt>) {}
+void TracingState::on_sym_sizes_read(std::span<const SymInt>, std::string_view) {}
+int64_t TracingState::symbolic_size_value(const SymInt& s) {
+  return s.expect_int("a symbolic size outside a trace with symbolic sizes");
+}
 
 namespace detail {
 std::atomic<int> g_symbolic_traces{0};
@@ -93,7 +96,16 @@ void report_size_read(const Tensor& t, int64_t dim) {
   if (t.defined() && is_tracing()) t_state->on_size_read(t, dim);
 }
 void report_sym_sizes_read(std::span<const SymInt> sizes) {
-  if (t_state != nullptr) t_state->on_saved_sizes_read(sizes);
+  if (t_state != nullptr)
+    t_state->on_sym_sizes_read(sizes,
+                               "sizes autograd saved, read as integers in a backward formula");
+}
+int64_t read_sym_int(const SymInt& s, std::string_view what) {
+  if (std::optional<int64_t> v = s.maybe_int()) return *v;
+  KILN_CHECK(t_state != nullptr,
+             "the symbolic size {} was read as an integer outside the trace that made it", s);
+  t_state->on_sym_sizes_read(std::span(&s, 1), what);
+  return t_state->symbolic_size_value(s);
 }
 SymShape traced_symbolic_sizes(const Tensor& t) {
   if (t_state == nullptr || !t.defined()) return {};

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/runtime/tensor.h"
@@ -64,9 +65,12 @@ class TracingState {
   // `t`'s sizes as the recorder's graph has them (symbols included), or nullopt when the
   // recorder has none for it (Tensor::sym_sizes then returns the integers).
   virtual std::optional<SymShape> symbolic_sizes(const Tensor& t);
-  // Autograd code used sizes it saved (Note [Symbolic saved sizes]) as integers: a recorder
-  // with symbolic sizes specializes the symbols they hold.
-  virtual void on_saved_sizes_read(std::span<const SymInt> sizes);
+  // Code used sizes over the recorder's symbols as integers (`what` says which: sizes autograd
+  // saved, Note [Symbolic saved sizes]; a Python kiln.SymInt read with int()): a recorder with
+  // symbolic sizes specializes the symbols they hold.
+  virtual void on_sym_sizes_read(std::span<const SymInt> sizes, std::string_view what);
+  // The value of `s` at the traced sizes; the default expects an integer.
+  virtual int64_t symbolic_size_value(const SymInt& s);
 
   // Whether a custom Function that is not traceable should be recorded as one opaque forward
   // step (prim.fallback calling the Function eagerly, with autograd) instead of being traced
@@ -101,6 +105,13 @@ class TracingStateGuard {
 };
 
 // Note [Tracing state]: a state is current and the Tracer key is live for this call.
+namespace detail {
+// `s` read as an integer (a Python kiln.SymInt's int()): reports the read (`what`) to the
+// current recorder, which specializes its symbols, and returns its value at the traced sizes.
+// An integer is returned as it is.
+int64_t read_sym_int(const SymInt& s, std::string_view what);
+}  // namespace detail
+
 bool is_tracing();
 
 // Counts a symbolic trace as active for a scope (Note [Size reads while tracing]): while any is,

@@ -53,7 +53,7 @@ autograd::variable_list CompiledBackward::apply(autograd::variable_list&& grads)
       continue;
     }
     const autograd::InputMetadata& m = input_metadata(k);
-    tangents.push_back(empty_tensor(m.sizes, m.dtype, m.device).zero_());
+    tangents.push_back(empty_tensor(m.read_sizes(), m.dtype, m.device).zero_());
   }
 
   std::vector<Tensor> defined_grads;

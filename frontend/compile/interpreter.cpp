@@ -167,7 +167,15 @@ std::vector<Tensor> run_node(const ir::Node& node, const std::vector<Tensor>& ar
       return call_op(*node.op(), args, node.attrs());
     case ir::NodeKind::FusionGroup:
       if (node.fusion_group().kernel) return run_fusion_kernel(node, args, symbols);
-      return interpret(*node.fusion_group().subgraph, args, random);
+      {
+        // An unlowered symbolic group runs at the enclosing call's symbols: its own inputs
+        // need not hold each symbol as a dim of its own.
+        const ir::Graph& sub = *node.fusion_group().subgraph;
+        std::vector<int64_t> known(symbols.begin(), symbols.end());
+        bool pass_symbols =
+            !sub.symbol_hints().empty() && known.size() == sub.symbol_hints().size();
+        return interpret(sub, args, random, pass_symbols ? &known : nullptr);
+      }
     case ir::NodeKind::Fallback:
       KILN_CHECK(static_cast<bool>(node.fallback().fn),
                  "prim.fallback '{}' has no callable (parsed from text?); only a traced graph "

@@ -93,7 +93,8 @@ CopySlices::CopySlices(const Tensor& base, ViewChain chain, std::shared_ptr<Node
 
 variable_list CopySlices::apply(variable_list&& grads) {
   Tensor g = grads.at(0);
-  if (!g.defined()) g = zeros(base_.sizes, TensorOptions().dtype(base_.dtype).device(base_.device));
+  if (!g.defined())
+    g = zeros(base_.read_sizes(), TensorOptions().dtype(base_.dtype).device(base_.device));
   Tensor grad_view = apply_view_chain(chain_, g);
   variable_list res = (*fn_)(variable_list{grad_view});
   variable_list out(num_outputs());

@@ -188,9 +188,9 @@ def test_dynamic_true_compiles_once_and_shape_reads_specialize(capfd):
 
     @kiln.compile(dynamic=True)
     def mean_all(x):
-        return x.sum(0) / x.shape[0]  # x.shape reads every dim: each is specialized
+        return x.sum(0) / x.shape[0]  # only dim 0 is read as an integer: dim 1 stays symbolic
 
-    for rows, cols in ((4, 3), (4, 7)):
+    for rows, cols in ((4, 3), (4, 7), (6, 3)):
         x = kiln.randn(rows, cols)
         assert _close(mean_all(x), x.mean(0))
     assert mean_all.stats()["compiles"] == 2
@@ -210,3 +210,71 @@ def test_mark_dynamic_makes_a_dim_symbolic_from_the_first_call():
     assert f.stats()["compiles"] == 1
     with pytest.raises(kiln.KilnError, match="mark_dynamic"):
         kiln.mark_dynamic(kiln.ones(2), 3)
+
+
+def test_shapes_inside_a_symbolic_trace_are_sym_ints():
+    seen = []
+
+    @kiln.compile(dynamic=True)
+    def reshapes(x):
+        n = x.shape[0]
+        # Comparisons with 0 and 1 follow from the symbol (it is at least 2): no read.
+        seen.append((type(n).__name__, str(n), n == 1, n > 1, x.size(2) != 0))
+        return (x.view(n, -1) * 2.0, x.reshape(x.size(0) * x.size(1), -1).sum(1),
+                x.flatten(0, 1) + 1.0, x.numel() * 0 + x.sum())
+
+    for shape in ((4, 6, 2), (3, 5, 7), (9, 2, 3)):
+        x = kiln.randn(*shape)
+        a, b, c, d = reshapes(x)
+        assert _close(a, x.reshape(shape[0], -1) * 2.0)
+        assert _close(b, x.reshape(shape[0] * shape[1], -1).sum(1))
+        assert _close(c, x.reshape(shape[0] * shape[1], shape[2]) + 1.0)
+        assert _close(d, x.sum())
+    assert reshapes.stats()["compiles"] == 1
+    assert seen == [("SymInt", "s0", False, True, True)]
+    assert type(kiln.ones(2, 3).shape[0]) is int  # outside a trace: ints
+
+
+def test_a_sym_int_read_as_an_integer_specializes(capfd):
+    @kiln.compile(dynamic=True, name="halves")
+    def halves(x):
+        n = int(x.shape[1])  # read as an integer: dim 1 is specialized
+        return x.view(x.shape[0], 2, n // 2).sum(2)
+
+    old = kiln.set_logs(["recompiles"])
+    try:
+        for shape in ((3, 4), (5, 4), (3, 6)):
+            x = kiln.randn(*shape)
+            assert _close(halves(x), x.view(shape[0], 2, shape[1] // 2).sum(2))
+    finally:
+        kiln.set_logs(old)
+    assert halves.stats()["compiles"] == 2
+    assert "halves: input 0 dim 1: specialized to 4: a size read as an integer" in (
+        capfd.readouterr().err)
+
+
+def test_a_training_step_written_with_x_shape_compiles_once_for_every_size():
+    kiln.manual_seed(3)
+    d, heads = 16, 2
+    wq = (kiln.randn(d, d) * d ** -0.5).requires_grad_()
+    wo = (kiln.randn(d, d) * d ** -0.5).requires_grad_()
+
+    def step(x):
+        b, s, _ = x.shape
+        q = F.linear(x, wq).view(b, s, heads, d // heads).transpose(1, 2)
+        att = F.softmax(q @ q.transpose(-2, -1) * (d // heads) ** -0.5, dim=-1) @ q
+        y = F.linear(att.transpose(1, 2).reshape(b, s, d), wo)
+        return F.mse_loss(y, x)
+
+    compiled = kiln.compile(step)
+    for b, s in ((2, 5), (3, 7), (4, 6), (6, 3)):
+        x = kiln.randn(b, s, d)
+        loss = compiled(x)
+        got = kiln.autograd.grad(loss, [wq, wo])
+        want_loss = step(x)
+        want = kiln.autograd.grad(want_loss, [wq, wo])
+        assert _close(loss, want_loss)
+        for g, w in zip(got, want):
+            assert _close(g, w)
+    # The static first call, then one symbolic plan for the batch and sequence sizes.
+    assert compiled.stats()["compiles"] == 2

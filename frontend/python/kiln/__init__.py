@@ -55,7 +55,7 @@ from ._C import cuda  # noqa: F401  (kiln.cuda.is_available(), kiln.cuda.device_
 from . import _indexing, _tensor_str  # noqa: F401  (install Tensor.__getitem__, __repr__)
 from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
 from ._compile import compile  # noqa: A001  (torch's name)
-from ._C import mark_dynamic
+from ._C import mark_dynamic, SymInt  # noqa: F401  (sizes inside a symbolic trace)
 
 from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
     addmm,

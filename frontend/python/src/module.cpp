@@ -49,6 +49,7 @@ NB_MODULE(_C, m) {
     }
   });
   bind_types(m);
+  bind_sym_int(m);
   bind_tensor(m);
   bind_tensor_data(m);
   bind_autograd(m);

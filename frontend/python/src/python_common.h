@@ -124,7 +124,25 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& g
                   bool retain_graph, bool create_graph,
                   const std::optional<std::vector<Tensor>>& inputs);
 
+// kiln.SymInt (python_sym_int.cpp): sizes as a symbolic trace sees them.
+// An int when `s` holds no symbol, else a kiln.SymInt.
+nb::object wrap_sym_int(const SymInt& s);
+// Whether a trace with symbolic sizes records on this thread (x.shape then returns SymInts).
+bool symbolic_trace_active();
+// x.shape inside a symbolic trace: a SymInt for each dim the graph holds symbolically.
+nb::tuple sym_shape_tuple(const Tensor& t);
+// Sizes given as an int, a SymInt, or a tuple or list of them (or of one-element integer
+// tensors); nullopt otherwise, or with to_sym_shape_arg a TypeError naming `what`.
+std::optional<SymShape> maybe_sym_shape(nb::handle h);
+SymShape to_sym_shape_arg(nb::handle h, const char* what);
+// The same for *args: one sequence, or the sizes themselves.
+SymShape sizes_from_args(const nb::args& args, const char* what);
+bool is_sym_int(nb::handle h);
+// A kiln.SymInt's value, read as an integer (which specializes its symbols).
+int64_t sym_int_value(nb::handle h);
+
 // Registration, one per file.
+void bind_sym_int(nb::module_& m);
 void bind_types(nb::module_& m);
 void bind_tensor(nb::module_& m);
 void bind_tensor_data(nb::module_& m);

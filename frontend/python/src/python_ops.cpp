@@ -55,6 +55,8 @@ std::string type_of(nb::handle h) {
 
 int64_t to_int(const OpBinding& b, const std::string& name, nb::handle h) {
   if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
+  // An integer attribute reads a symbolic size as an integer (which specializes it).
+  if (is_sym_int(h)) return sym_int_value(h);
   if (is_tensor(h) && !is_floating(unwrap_tensor(h).dtype()) && unwrap_tensor(h).numel() == 1) {
     return to_scalar(h).to_int();
   }
@@ -114,7 +116,11 @@ void set_field(const OpBinding& b, const AttrField& field, nb::handle h) {
         } else if constexpr (std::is_same_v<F, Shape>) {
           *ptr = to_shape(b, name, h);
         } else if constexpr (std::is_same_v<F, SymShape>) {
-          *ptr = to_sym_shape(to_shape(b, name, h));
+          // Sizes that may stay symbolic (Note [Symbolic size attributes]).
+          std::optional<SymShape> sizes = h.is_none() ? SymShape{} : maybe_sym_shape(h);
+          if (!sizes)
+            type_error(b, "argument '" + name + "' must be tuple of ints, not " + type_of(h));
+          *ptr = std::move(*sizes);
         } else if constexpr (std::is_same_v<F, DType>) {
           if (!nb::isinstance<PyDType>(h))
             type_error(b, "argument '" + name + "' must be kiln.dtype, not " + type_of(h));
@@ -373,6 +379,18 @@ nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::han
                         std::to_string(nargs) + " were given");
     const Param& prm = b.params[p];
     if (!prm.is_tensor && b.shape_varargs) {
+      AttrFieldRef ref = mutable_fields()[prm.index].ref;
+      if (std::holds_alternative<SymShape*>(ref)) {
+        // view(2, -1), view((2, -1)), view(x.shape[0], -1): sizes that may stay symbolic.
+        nb::list rest;
+        for (size_t i = pos; i < nargs; ++i)
+          rest.append(nb::handle(args[i]));
+        set_field(b, mutable_fields()[prm.index],
+                  nargs - pos == 1 ? nb::handle(args[pos]) : nb::handle(rest));
+        mark(prm.index);
+        pos = nargs;
+        break;
+      }
       Shape s;
       if (nargs - pos == 1) {
         s = to_shape(b, prm.name, args[pos]);
@@ -380,12 +398,7 @@ nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::han
         for (; pos < nargs; ++pos)
           s.push_back(to_int(b, prm.name, args[pos]));
       }
-      AttrFieldRef ref = mutable_fields()[prm.index].ref;
-      if (auto* sym = std::get_if<SymShape*>(&ref)) {
-        **sym = to_sym_shape(s);
-      } else {
-        *std::get<Shape*>(ref) = std::move(s);
-      }
+      *std::get<Shape*>(ref) = std::move(s);
       mark(prm.index);
       break;
     }

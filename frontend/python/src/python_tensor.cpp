@@ -183,10 +183,16 @@ void bind_tensor(nb::module_& m) {
   using T = const Tensor&;
   // Methods that run ops record the user's Python line as their call site (PythonCallSite).
   auto site = nb::call_guard<PythonCallSite>();
-  cls.def_prop_ro("shape", [](T t) { return shape_tuple(t.sizes()); })
+  // Inside a symbolic trace the sizes are kiln.SymInts where the graph holds symbols
+  // (python_sym_int.cpp); reading them as ints specializes.
+  cls.def_prop_ro(
+         "shape",
+         [](T t) { return symbolic_trace_active() ? sym_shape_tuple(t) : shape_tuple(t.sizes()); })
       .def(
           "size",
           [](T t, std::optional<int64_t> dim) -> nb::object {
+            if (symbolic_trace_active())
+              return dim ? wrap_sym_int(t.sym_size(*dim)) : sym_shape_tuple(t);
             if (dim) return nb::int_(t.size(*dim));
             return shape_tuple(t.sizes());
           },
@@ -200,7 +206,11 @@ void bind_tensor(nb::module_& m) {
           nb::arg("dim") = nb::none())
       .def("dim", [](T t) { return t.dim(); })
       .def_prop_ro("ndim", [](T t) { return t.dim(); })
-      .def("numel", [](T t) { return t.numel(); })
+      .def("numel",
+           [](T t) -> nb::object {
+             if (symbolic_trace_active()) return wrap_sym_int(t.sym_numel());
+             return nb::int_(t.numel());
+           })
       .def("nelement", [](T t) { return t.numel(); })
       .def("element_size", [](T t) { return t.element_size(); })
       .def("storage_offset", [](T t) { return t.storage_offset(); })
@@ -290,19 +300,15 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro("mT", [](T t) { return t.transpose(-2, -1); })
       .def(
           "reshape",
-          [](T t, nb::args shape) {
-            if (shape.size() == 1 && !PyLong_Check(shape[0].ptr())) {
-              return t.reshape(nb::cast<Shape>(shape[0]));
-            }
-            return t.reshape(nb::cast<Shape>(shape));
-          },
+          [](T t, nb::args shape) { return t.reshape_symint(sizes_from_args(shape, "reshape")); },
           site)
+      // The other tensor's sizes as SymInts: under a symbolic trace they stay symbolic.
       .def(
-          "view_as", [](T t, T other) { return t.view(other.sizes()); }, site)
+          "view_as", [](T t, T other) { return t.view_symint(other.sym_sizes()); }, site)
       .def(
-          "expand_as", [](T t, T other) { return t.expand(other.sizes()); }, site)
+          "expand_as", [](T t, T other) { return t.expand_symint(other.sym_sizes()); }, site)
       .def(
-          "reshape_as", [](T t, T other) { return t.reshape(other.sizes()); }, site)
+          "reshape_as", [](T t, T other) { return t.reshape_symint(other.sym_sizes()); }, site)
       .def(
           "flatten",
           [](T t, int64_t start, int64_t end) {
@@ -310,13 +316,14 @@ void bind_tensor(nb::module_& m) {
             if (n == 0) return t.reshape({1});
             if (start < 0) start += n;
             if (end < 0) end += n;
-            Shape sizes(t.sizes().begin(), t.sizes().begin() + start);
-            int64_t merged = 1;
+            SymShape all = t.sym_sizes();
+            SymShape sizes(all.begin(), all.begin() + start);
+            SymInt merged = 1;
             for (int64_t d = start; d <= end; ++d)
-              merged *= t.size(d);
+              merged *= all[static_cast<size_t>(d)];
             sizes.push_back(merged);
-            sizes.insert(sizes.end(), t.sizes().begin() + end + 1, t.sizes().end());
-            return t.reshape(sizes);
+            sizes.insert(sizes.end(), all.begin() + end + 1, all.end());
+            return t.reshape_symint(std::move(sizes));
           },
           nb::arg("start_dim") = 0, nb::arg("end_dim") = -1, site)
       .def(

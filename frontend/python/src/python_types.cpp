@@ -114,8 +114,10 @@ Device parse_device(const std::string& text) {
       ("Expected one of cpu, cuda, meta device type at start of device string: " + text).c_str());
 }
 
+// A kiln.SymInt counts as a number: used as a scalar, it is read as an integer (which
+// specializes its symbols), as torch reads a SymInt that meets a tensor op's scalar.
 bool is_python_scalar(nb::handle h) {
-  return PyBool_Check(h.ptr()) || PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr());
+  return PyBool_Check(h.ptr()) || PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr()) || is_sym_int(h);
 }
 
 Scalar to_scalar(nb::handle h) {
@@ -128,6 +130,7 @@ Scalar to_scalar(nb::handle h) {
     return Scalar(static_cast<int64_t>(v));
   }
   if (PyFloat_Check(h.ptr())) return Scalar(PyFloat_AS_DOUBLE(h.ptr()));
+  if (is_sym_int(h)) return Scalar(sym_int_value(h));
   if (is_tensor(h)) {
     const Tensor& t = unwrap_tensor(h);
     if (t.numel() == 1) {
