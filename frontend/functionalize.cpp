@@ -51,8 +51,8 @@ ir::Value* GraphTracer::functionalize(const OpDef& op, std::span<const Tensor> i
   const bool rg = self.requires_grad();
   OpTable& table = OpTable::instance();
   if (op.name == "fill_") {
-    FullAttrs full{self.sizes(), static_cast<const FillAttrs*>(attrs)->value, self.dtype(),
-                   self.device()};
+    FullAttrs full{to_sym_shape(self.sizes()), static_cast<const FillAttrs*>(attrs)->value,
+                   self.dtype(), self.device()};
     return add_node(table.get("full"), {}, &full,
                     dense_type(self.dtype(), self.device(), self.sizes(), rg), site);
   }

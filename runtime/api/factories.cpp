@@ -25,6 +25,9 @@ const OpDef& op_named(const char* name) {
 }  // namespace
 
 Tensor empty(Shape size, TensorOptions options, std::source_location loc) {
+  return empty_symint(to_sym_shape(size), std::move(options), loc);
+}
+Tensor empty_symint(SymShape size, TensorOptions options, std::source_location loc) {
   CallSiteScope site(loc);
   static const OpDef& op = op_named("empty");
   FullAttrs a{std::move(size), 0, options.dtype_or(), options.device_or()};
@@ -32,6 +35,10 @@ Tensor empty(Shape size, TensorOptions options, std::source_location loc) {
 }
 
 Tensor full(Shape size, const Scalar& value, TensorOptions options, std::source_location loc) {
+  return full_symint(to_sym_shape(size), value, std::move(options), loc);
+}
+Tensor full_symint(SymShape size, const Scalar& value, TensorOptions options,
+                   std::source_location loc) {
   CallSiteScope site(loc);
   static const OpDef& op = op_named("full");
   FullAttrs a{std::move(size), value, options.dtype_or(), options.device_or()};
@@ -91,22 +98,29 @@ TensorOptions like_options(const Tensor& x, const TensorOptions& options) {
   o.device_opt = options.device_or(x.device());
   return o;
 }
+namespace {
+// x's sizes as a symbolic trace sees them, so that the *_like factories keep its symbols.
+SymShape like_sizes(const Tensor& x) {
+  return x.sym_sizes();
+}
+}  // namespace
+
 Tensor empty_like(const Tensor& x, TensorOptions options, std::source_location loc) {
   CallSiteScope site(loc);
-  return empty(x.sizes(), like_options(x, options));
+  return empty_symint(like_sizes(x), like_options(x, options));
 }
 Tensor zeros_like(const Tensor& x, TensorOptions options, std::source_location loc) {
   CallSiteScope site(loc);
-  return full(x.sizes(), 0, like_options(x, options));
+  return full_symint(like_sizes(x), 0, like_options(x, options));
 }
 Tensor ones_like(const Tensor& x, TensorOptions options, std::source_location loc) {
   CallSiteScope site(loc);
-  return full(x.sizes(), 1, like_options(x, options));
+  return full_symint(like_sizes(x), 1, like_options(x, options));
 }
 Tensor full_like(const Tensor& x, const Scalar& value, TensorOptions options,
                  std::source_location loc) {
   CallSiteScope site(loc);
-  return full(x.sizes(), value, like_options(x, options));
+  return full_symint(like_sizes(x), value, like_options(x, options));
 }
 
 namespace detail {

@@ -18,6 +18,12 @@ Tensor ones(Shape size, TensorOptions options = {},
             std::source_location loc = std::source_location::current());
 Tensor full(Shape size, const Scalar& value, TensorOptions options = {},
             std::source_location loc = std::source_location::current());
+// empty and full with sizes that may be symbolic (torch's *_symint): inside a symbolic trace the
+// graph keeps the expressions (Note [Symbolic size attributes]); elsewhere they are integers.
+Tensor empty_symint(SymShape size, TensorOptions options = {},
+                    std::source_location loc = std::source_location::current());
+Tensor full_symint(SymShape size, const Scalar& value, TensorOptions options = {},
+                   std::source_location loc = std::source_location::current());
 // Values start, start + step, ... below end. Without a dtype in `options`, the result is int64
 // when every bound is an integer and float32 otherwise (as torch.arange).
 Tensor arange(const Scalar& end, TensorOptions options = {},

@@ -5,8 +5,10 @@
 
 namespace kiln {
 
+// The sizes may be symbolic in a graph (Note [Symbolic size attributes], view_attrs.h):
+// zeros_like(x) inside a symbolic trace records x's sizes over the symbols.
 struct FullAttrs {  // full; empty ignores `value`
-  Shape size;
+  SymShape size;
   Scalar value = 0;
   DType dtype = kFloat32;
   Device device;

@@ -5,6 +5,7 @@
 #include "kiln/base/philox.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/tensor_iterator.h"
 #include "kiln/runtime/op_table.h"
 #include "kiln/runtime/type_promotion.h"
@@ -38,11 +39,18 @@ std::vector<OutputGeometry> size_shape(const OpDef&, std::span<const MetaRef>, c
   return {OutputGeometry{attrs_as<A>(attrs).size}};
 }
 
-std::vector<OutputGeometry> full_shape(const OpDef& op, std::span<const MetaRef>,
-                                       const void* attrs) {
+// empty and full: the sizes of the attributes (a template over the size type, Note [Symbolic
+// sizes]). empty's value is 0, which fits every dtype.
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> full_shape(const OpDef& op, std::span<const Ref>,
+                                               const void* attrs) {
   const auto& a = attrs_as<FullAttrs>(attrs);
   check_scalar_fits(op.name, a.value, a.dtype);
-  return {OutputGeometry{a.size}};
+  if constexpr (std::is_same_v<Ref, MetaRef>) {
+    return {OutputGeometry{expect_ints(a.size, op.name)}};
+  } else {
+    return {SymOutputGeometry{a.size}};
+  }
 }
 
 void full_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor>,
@@ -109,7 +117,7 @@ void random_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
 void register_factory_ops(OpTable& table) {
   constexpr int cpu = static_cast<int>(DispatchKey::CPU);
   OpDef& empty = table.add<FullAttrs>("empty", {}, kFactory | kNonDifferentiable, "FullAttrs");
-  empty.shape = size_shape<FullAttrs>;
+  rules::set_shape_rules(empty, full_shape<MetaRef>, full_shape<SymMetaRef>);
   empty.dtype = dtype_of_attrs<FullAttrs>;
   empty.attr_device = device_of<FullAttrs>;
   empty.compute[cpu] = empty_kernel;
@@ -118,7 +126,7 @@ void register_factory_ops(OpTable& table) {
 
   OpDef& full =
       table.add<FullAttrs>("full", {}, kFactory | kNonDifferentiable | kRecomputable, "FullAttrs");
-  full.shape = full_shape;
+  rules::set_shape_rules(full, full_shape<MetaRef>, full_shape<SymMetaRef>);
   full.dtype = dtype_of_attrs<FullAttrs>;
   full.attr_device = device_of<FullAttrs>;
   full.compute[cpu] = full_kernel;

@@ -211,6 +211,24 @@ TEST(SymbolicTrace, SizesComputedFromTheInputStaySymbolic) {
   expect_eager_at(g, fixed, {input({4, 6}, 8)});
 }
 
+// Factories with sizes over the symbols: the *_like factories take x's sizes as the trace sees
+// them, and full_symint takes sizes built from sym_size.
+TEST(SymbolicTrace, FactoriesKeepTheSymbolsOfTheirSizes) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    Tensor ones = kiln::ones_like(x[0]);
+    Tensor sevens = kiln::full_like(x[0], 7.0);
+    Tensor col = kiln::full_symint({x[0].sym_size(0), 1}, 0.5);
+    return std::vector<Tensor>{x[0] * ones + sevens, x[0] * col, kiln::zeros_like(x[0]) + 1.0};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({4, 6}, 1)});
+  kiln::ir::verify(f.graph());
+  EXPECT_TRUE(f.specializations().empty()) << f.specializations().front();
+  std::string text = f.graph().str();
+  EXPECT_NE(text.find("f32[s0, 1] = full() {size=[s0, 1], value=0.5"), std::string::npos) << text;
+  expect_eager_at(f, fn, {input({3, 9}, 2)});
+  expect_eager_at(f, fn, {input({7, 2}, 3)});
+}
+
 // The backward is traced over the same symbols (Note [Symbolic saved sizes]): the graph of a
 // gradient serves other sizes.
 TEST(SymbolicTrace, TheBackwardIsTracedOverTheSymbols) {

@@ -278,3 +278,15 @@ def test_a_training_step_written_with_x_shape_compiles_once_for_every_size():
             assert _close(g, w)
     # The static first call, then one symbolic plan for the batch and sequence sizes.
     assert compiled.stats()["compiles"] == 2
+
+
+def test_factories_take_symbolic_sizes():
+    @kiln.compile(dynamic=True)
+    def shifted(x):
+        b, s = x.shape
+        return x + kiln.full((b, 1), 2.0) + kiln.zeros(b, 1) - kiln.ones(x.shape)
+
+    for shape in ((4, 6), (3, 9), (7, 2)):
+        x = kiln.randn(*shape)
+        assert _close(shifted(x), x + 1.0)
+    assert shifted.stats()["compiles"] == 1

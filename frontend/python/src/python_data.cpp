@@ -17,6 +17,9 @@ namespace {
 // torch's size arguments: zeros(2, 3), zeros((2, 3)), zeros([2, 3]), zeros(()).
 Shape size_from_args(const nb::args& args, const char* fn) {
   auto as_int = [&](nb::handle h) {
+    // A kiln.SymInt is read as an integer: a factory's sizes are integers (a symbolic trace
+    // specializes what it reads).
+    if (is_sym_int(h)) return sym_int_value(h);
     if (!PyLong_Check(h.ptr())) {
       throw nb::type_error(
           (std::string(fn) +
@@ -27,7 +30,7 @@ Shape size_from_args(const nb::args& args, const char* fn) {
     return nb::cast<int64_t>(h);
   };
   Shape s;
-  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
+  if (args.size() == 1 && !PyLong_Check(args[0].ptr()) && !is_sym_int(args[0])) {
     if (!PyTuple_Check(args[0].ptr()) && !PyList_Check(args[0].ptr())) {
       throw nb::type_error((std::string(fn) + "(): argument 'size' must be tuple of ints, not " +
                             nb::type_name(args[0].type()).c_str())
@@ -299,23 +302,34 @@ Tensor tensor_to(const Tensor& t, nb::args args, nb::kwargs kwargs) {
 
 }  // namespace
 
+namespace {
+// Sizes that may stay symbolic (kiln.SymInt inside a symbolic trace), for the factories whose
+// sizes are a SymShape attribute; torch's TypeError for anything but ints.
+SymShape sym_size_from_args(const nb::args& args, const char* fn) {
+  bool one = args.size() == 1 && !PyLong_Check(args[0].ptr()) && !is_sym_int(args[0]);
+  if (std::optional<SymShape> s = maybe_sym_shape(one ? args[0] : nb::handle(args))) return *s;
+  return to_sym_shape(size_from_args(args, fn));
+}
+}  // namespace
+
 void bind_tensor_data(nb::module_& m) {
-#define KILN_SIZE_FACTORY(NAME, CALL)                                             \
+#define KILN_SIZE_FACTORY(NAME, SIZES, CALL)                                      \
   m.def(                                                                          \
       NAME,                                                                       \
       [](nb::args size, std::optional<DType> dtype, std::optional<Device> device, \
          bool requires_grad) {                                                    \
-        Shape s = size_from_args(size, NAME);                                     \
+        auto s = SIZES(size, NAME);                                               \
         TensorOptions o = make_options(dtype, device, requires_grad);             \
         return CALL;                                                              \
       },                                                                          \
       nb::arg("size"), nb::kw_only(), nb::arg("dtype") = nb::none(),              \
       nb::arg("device") = nb::none(), nb::arg("requires_grad") = false)
-  KILN_SIZE_FACTORY("zeros", zeros(s, o));
-  KILN_SIZE_FACTORY("ones", ones(s, o));
-  KILN_SIZE_FACTORY("empty", empty(s, o));
-  KILN_SIZE_FACTORY("rand", rand(s, o));
-  KILN_SIZE_FACTORY("randn", randn(s, o));
+  KILN_SIZE_FACTORY("zeros", sym_size_from_args, full_symint(s, 0, o));
+  KILN_SIZE_FACTORY("ones", sym_size_from_args, full_symint(s, 1, o));
+  KILN_SIZE_FACTORY("empty", sym_size_from_args, empty_symint(s, o));
+  // Random ops draw as many numbers as their sizes say: integer sizes.
+  KILN_SIZE_FACTORY("rand", size_from_args, rand(s, o));
+  KILN_SIZE_FACTORY("randn", size_from_args, randn(s, o));
 #undef KILN_SIZE_FACTORY
   m.def(
       "full",
@@ -325,8 +339,8 @@ void bind_tensor_data(nb::module_& m) {
         Scalar v = to_scalar(value);
         // torch: full() infers the dtype from the fill value
         DType inferred = v.is_floating() ? kDefaultFloat : v.is_bool() ? kBool : kInt64;
-        return full(size_from_args(args, "full"), v,
-                    make_options(dtype.value_or(inferred), device, requires_grad));
+        return full_symint(sym_size_from_args(args, "full"), v,
+                           make_options(dtype.value_or(inferred), device, requires_grad));
       },
       nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), nb::arg("dtype") = nb::none(),
       nb::arg("device") = nb::none(), nb::arg("requires_grad") = false);
