@@ -90,8 +90,8 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   if (symbols.empty()) return;
   std::string site = short_call_site();
   auto refuse = [&](std::string_view why) {
+    // `symbols` holds every symbol of the inputs and attributes not specialized already.
     std::string reason = fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why);
-    specialize_all(values, reason);
     for (int64_t id : symbols)
       fix(id, reason);
   };
