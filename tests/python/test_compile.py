@@ -290,3 +290,18 @@ def test_factories_take_symbolic_sizes():
         x = kiln.randn(*shape)
         assert _close(shifted(x), x + 1.0)
     assert shifted.stats()["compiles"] == 1
+
+
+def test_float_arithmetic_on_a_sym_int_reads_it():
+    seen = []
+
+    @kiln.compile(dynamic=True)
+    def scaled(x):
+        n = x.shape[0]
+        seen.append((n * 0.5, 0.5 * n, n / 2, 3 / n))  # each reads n: dim 0 is specialized
+        return x * 1.0
+
+    for rows in (4, 6):
+        scaled(kiln.randn(rows, 3))
+    assert seen == [(2.0, 2.0, 2.0, 0.75), (3.0, 3.0, 3.0, 0.5)]
+    assert scaled.stats()["compiles"] == 2

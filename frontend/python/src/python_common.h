@@ -131,8 +131,10 @@ nb::object wrap_sym_int(const SymInt& s);
 bool symbolic_trace_active();
 // x.shape inside a symbolic trace: a SymInt for each dim the graph holds symbolically.
 nb::tuple sym_shape_tuple(const Tensor& t);
-// Sizes given as an int, a SymInt, or a tuple or list of them (or of one-element integer
-// tensors); nullopt otherwise, or with to_sym_shape_arg a TypeError naming `what`.
+// One size: an int, a SymInt or a one-element integer tensor; nullopt for anything else.
+std::optional<SymInt> sym_size_item(nb::handle item);
+// Sizes given as one size or a tuple or list of them; nullopt otherwise, or with
+// to_sym_shape_arg a TypeError naming `what`.
 std::optional<SymShape> maybe_sym_shape(nb::handle h);
 SymShape to_sym_shape_arg(nb::handle h, const char* what);
 // The same for *args: one sequence, or the sizes themselves.

@@ -380,15 +380,23 @@ nb::object call(const OpBinding& b, PyObject* const* args, size_t nargs, nb::han
     const Param& prm = b.params[p];
     if (!prm.is_tensor && b.shape_varargs) {
       AttrFieldRef ref = mutable_fields()[prm.index].ref;
-      if (std::holds_alternative<SymShape*>(ref)) {
+      if (auto* sym = std::get_if<SymShape*>(&ref)) {
         // view(2, -1), view((2, -1)), view(x.shape[0], -1): sizes that may stay symbolic.
-        nb::list rest;
-        for (size_t i = pos; i < nargs; ++i)
-          rest.append(nb::handle(args[i]));
-        set_field(b, mutable_fields()[prm.index],
-                  nargs - pos == 1 ? nb::handle(args[pos]) : nb::handle(rest));
+        if (nargs - pos == 1) {
+          set_field(b, mutable_fields()[prm.index], args[pos]);
+        } else {
+          (*sym)->clear();
+          for (; pos < nargs; ++pos) {
+            std::optional<SymInt> s = sym_size_item(args[pos]);
+            if (!s)
+              type_error(b, "argument '" + prm.name +
+                                "' must be tuple of ints, but found "
+                                "element of type " +
+                                type_of(args[pos]));
+            (*sym)->push_back(*s);
+          }
+        }
         mark(prm.index);
-        pos = nargs;
         break;
       }
       Shape s;

@@ -43,20 +43,24 @@ nb::object arith(const PySymInt& self, nb::handle other, Arith op, bool reflecte
   return nb::borrow(Py_NotImplemented);
 }
 
-// The operand as a Python number for arithmetic that leaves the integers (a float, or true
-// division): sizes are read.
-std::optional<nb::object> number(nb::handle h) {
-  if (PyFloat_Check(h.ptr())) return nb::borrow(h);
-  if (std::optional<SymInt> s = as_sym_int(h)) return nb::int_(read(*s));
-  return std::nullopt;
-}
-
-nb::object float_arith(const PySymInt& self, nb::handle other, const char* method) {
-  std::optional<nb::object> o = number(other);
-  if (!o || (!PyFloat_Check(other.ptr()) &&
-             std::string_view(method).find("truediv") == std::string_view::npos))
+// Arithmetic that leaves the integers: the sizes are read, and Python's `op` (PyNumber_Multiply,
+// PyNumber_TrueDivide) does the rest. A float operand always takes this path; an int or SymInt
+// one only for true division (`any_number`).
+using PyBinary = PyObject* (*)(PyObject*, PyObject*);
+nb::object read_arith(const PySymInt& self, nb::handle other, PyBinary op, bool reflected,
+                      bool any_number) {
+  nb::object o;
+  if (PyFloat_Check(other.ptr())) {
+    o = nb::borrow(other);
+  } else if (std::optional<SymInt> s = any_number ? as_sym_int(other) : std::nullopt) {
+    o = nb::int_(read(*s));
+  } else {
     return nb::borrow(Py_NotImplemented);
-  return nb::int_(read(self.value)).attr(method)(*o);
+  }
+  nb::object v = nb::int_(read(self.value));
+  PyObject* r = reflected ? op(o.ptr(), v.ptr()) : op(v.ptr(), o.ptr());
+  if (r == nullptr) throw nb::python_error();
+  return nb::steal(r);
 }
 
 enum class Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
@@ -129,19 +133,20 @@ nb::tuple sym_shape_tuple(const Tensor& t) {
   return nb::tuple(l);
 }
 
+std::optional<SymInt> sym_size_item(nb::handle item) {
+  if (std::optional<SymInt> s = as_sym_int(item)) return s;
+  if (is_tensor(item) && !is_floating(unwrap_tensor(item).dtype()) &&
+      unwrap_tensor(item).numel() == 1)
+    return SymInt(nb::cast<int64_t>(nb::int_(item)));
+  return std::nullopt;
+}
+
 std::optional<SymShape> maybe_sym_shape(nb::handle h) {
-  auto one = [&](nb::handle item) -> std::optional<SymInt> {
-    if (std::optional<SymInt> s = as_sym_int(item)) return s;
-    if (is_tensor(item) && !is_floating(unwrap_tensor(item).dtype()) &&
-        unwrap_tensor(item).numel() == 1)
-      return SymInt(nb::cast<int64_t>(nb::int_(item)));
-    return std::nullopt;
-  };
   if (std::optional<SymInt> s = as_sym_int(h)) return SymShape{*s};
   if (!PyTuple_Check(h.ptr()) && !PyList_Check(h.ptr())) return std::nullopt;
   SymShape out;
   for (nb::handle item : h) {
-    std::optional<SymInt> s = one(item);
+    std::optional<SymInt> s = sym_size_item(item);
     if (!s) return std::nullopt;
     out.push_back(*s);
   }
@@ -186,19 +191,21 @@ void bind_sym_int(nb::module_& m) {
       .def("__mul__",
            [](S s, nb::handle o) {
              nb::object r = arith(s, o, mul, false);
-             return r.is(Py_NotImplemented) ? float_arith(s, o, "__mul__") : r;
+             return r.is(Py_NotImplemented) ? read_arith(s, o, PyNumber_Multiply, false, false) : r;
            })
       .def("__rmul__",
            [](S s, nb::handle o) {
              nb::object r = arith(s, o, mul, true);
-             return r.is(Py_NotImplemented) ? float_arith(s, o, "__rmul__") : r;
+             return r.is(Py_NotImplemented) ? read_arith(s, o, PyNumber_Multiply, true, false) : r;
            })
       .def("__floordiv__", [](S s, nb::handle o) { return arith(s, o, fdiv, false); })
       .def("__rfloordiv__", [](S s, nb::handle o) { return arith(s, o, fdiv, true); })
       .def("__mod__", [](S s, nb::handle o) { return arith(s, o, rem, false); })
       .def("__rmod__", [](S s, nb::handle o) { return arith(s, o, rem, true); })
-      .def("__truediv__", [](S s, nb::handle o) { return float_arith(s, o, "__truediv__"); })
-      .def("__rtruediv__", [](S s, nb::handle o) { return float_arith(s, o, "__rtruediv__"); })
+      .def("__truediv__",
+           [](S s, nb::handle o) { return read_arith(s, o, PyNumber_TrueDivide, false, true); })
+      .def("__rtruediv__",
+           [](S s, nb::handle o) { return read_arith(s, o, PyNumber_TrueDivide, true, true); })
       .def("__eq__", [](S s, nb::handle o) { return compare(s, o, Cmp::kEq); })
       .def("__ne__", [](S s, nb::handle o) { return compare(s, o, Cmp::kNe); })
       .def("__lt__", [](S s, nb::handle o) { return compare(s, o, Cmp::kLt); })
