@@ -238,6 +238,51 @@ void BM_CudaGeluForwardBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_CudaGeluForwardBackward)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
+// Static against symbolic plans (docs/dynamic_shapes.md) on the same workload and inputs: arg 1
+// compiles with dynamic=True and first calls the function at half the rows, so the timed calls
+// run the one symbolic plan (its kernels take the sizes as arguments and size their grids per
+// call); arg 0 compiles the static plan. Workloads (arg 0): 0 the bias-GELU-scale chain over
+// [8192, 8192]; 1 softmax forward and 2 layer_norm forward + backward over [65536, 1024].
+// Ideal bytes as in the workloads above.
+void BM_CudaCompiledStaticVsSymbolic(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const int64_t workload = state.range(0);
+  const bool dynamic = state.range(1) != 0;
+  const int64_t rows = workload == 0 ? 8192 : kRows, cols = workload == 0 ? 8192 : kCols;
+  kiln::CompiledFunction::Fn fn = workload == 0   ? pointwise_chain
+                                  : workload == 1 ? softmax_fn
+                                                  : layer_norm_fn;
+  kiln::CompiledFunction f = kiln::compile(fn, {.dynamic = dynamic});
+  const bool backward = workload == 2;
+  auto inputs = [&](int64_t n) {
+    std::vector<Tensor> in{gpu_randn({n, cols})};
+    if (workload == 0) in.push_back(gpu_randn({n, cols}));
+    if (backward) in[0].requires_grad_();
+    return in;
+  };
+  auto call = [&](const std::vector<Tensor>& in) {
+    Tensor y = f(in)[0];
+    if (backward) {
+      benchmark::DoNotOptimize(kiln::autograd::grad({y}, {in[0]}, {kiln::ones_like(y)}));
+    } else {
+      benchmark::DoNotOptimize(y);
+    }
+  };
+  if (dynamic) call(inputs(rows / 2));
+  std::vector<Tensor> in = inputs(rows);
+  double bytes = (workload == 0 ? 3.0 : backward ? 3.0 + 2.0 : 2.0) * rows * cols * 4;
+  run(
+      state, [&] { call(in); }, bytes);
+  kiln::CompileStats st = f.stats();
+  state.counters["compiles"] = static_cast<double>(st.compiles);
+  state.counters["kernels"] = static_cast<double>(st.forward_kernels + st.backward_kernels);
+}
+BENCHMARK(BM_CudaCompiledStaticVsSymbolic)
+    ->ArgNames({"workload", "dynamic"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
 // Forward + backward of the ops issue 37 brought to CUDA, in milliseconds and TFLOP/s of the
 // products they do (multiply-adds count 2): fused attention (the NVRTC flash kernels, Note [Flash
 // attention]) at B4 h8 S1024 d64, and cuDNN convolutions at batch 32 on the shapes of the CPU

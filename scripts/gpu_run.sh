@@ -7,6 +7,8 @@
 #   KILN_GPU_BENCH=0 scripts/gpu_run.sh   (the tests only)
 #   KILN_GPU_BENCH_FILTER='Sdpa|Conv' KILN_TORCH_BENCH_ARGS=--compute-only scripts/gpu_run.sh
 #                                         (some benchmarks only)
+#   KILN_GPU_SUITES='codegen compile' KILN_GPU_TORCH=0 scripts/gpu_run.sh
+#                                         (some suites, in this order; no PyTorch run)
 #   KILN_GPU_FILTER_opinfo='*Cuda*softmax*' scripts/gpu_run.sh
 #                                         (one suite's filter instead of every CUDA test: the
 #                                         opinfo suite compiles kernels for over 4 minutes on a
@@ -24,11 +26,11 @@ status=0
 # Each suite runs as gtest shards in parallel, one per core: most of a fresh machine's test time
 # is NVRTC compiling kernels on the CPU, and the shards share the one GPU.
 shards=${KILN_GPU_SHARDS:-$(nproc)}
-for suite in runtime opinfo codegen compile; do
+for suite in ${KILN_GPU_SUITES:-runtime opinfo codegen compile}; do
   bin=$build/tests/kiln_${suite}_tests
   [[ -x $bin ]] || continue
   filter_var=KILN_GPU_FILTER_$suite
-  filter=${!filter_var:-'*Cuda*:*CUDA*:*Gpu*:*Nvrtc*'}
+  filter=${!filter_var:-'*Cuda*:*CUDA*:*Gpu*:*Nvrtc*:SymbolicKernel*'}
   echo "== $suite: CUDA tests ($filter), $shards shards"
   pids=()
   for ((i = 0; i < shards; ++i)); do
@@ -49,7 +51,7 @@ if [[ $bench == 1 && -x $build/bench/kiln_bench_cuda ]]; then
   "$build/bench/kiln_bench_cuda" --benchmark_counters_tabular=true \
     --benchmark_filter="${KILN_GPU_BENCH_FILTER:-.}" 2>&1 | tee "$out/bench_cuda.log" | tail -25
 fi
-if [[ $bench == 1 ]] && python3 -c 'import torch' 2>/dev/null; then
+if [[ $bench == 1 && ${KILN_GPU_TORCH:-1} == 1 ]] && python3 -c 'import torch' 2>/dev/null; then
   echo "== torch_cuda_bench.py"
   # shellcheck disable=SC2086 # a word list
   PYTHONUNBUFFERED=1 timeout 240 python3 bench/torch_cuda_bench.py ${KILN_TORCH_BENCH_ARGS:-} \

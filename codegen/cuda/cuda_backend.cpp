@@ -191,6 +191,21 @@ int64_t launch_grid(const CudaEntry& entry, int multiprocessors) {
 }
 
 #if KILN_WITH_CUDA
+namespace {
+// cuLaunchKernel takes the address of each argument: the buffer pointers in `ptrs`, then the
+// sizes (a size is a long long in the kernel). Both must outlive the launch.
+std::vector<void*> sized_arguments(std::vector<void*>& ptrs, std::span<const int64_t> sizes) {
+  static_assert(sizeof(long long) == sizeof(int64_t));
+  std::vector<void*> args;
+  args.reserve(ptrs.size() + sizes.size());
+  for (void*& p : ptrs)
+    args.push_back(&p);
+  for (const int64_t& v : sizes)
+    args.push_back(const_cast<int64_t*>(&v));
+  return args;
+}
+}  // namespace
+
 CudaKernel::CudaKernel(std::shared_ptr<const CudaBinary> binary, int device)
     : binary_(std::move(binary)), device_(device) {
   kiln::cuda::require_device(device, "loading a CUDA kernel");
@@ -260,16 +275,28 @@ void CudaKernel::launch_sized(std::span<void* const> buffers, std::span<const in
              "({} entries)",
              src.name, buffers.size(), sizes.size(), binary_->num_buffers, src.num_sizes,
              src.entries.size());
-  // cuLaunchKernel takes the address of each argument; a size is a long long in the kernel.
-  static_assert(sizeof(long long) == sizeof(int64_t));
   std::vector<void*> ptrs(buffers.begin(), buffers.end());
-  std::vector<void*> args;
-  args.reserve(ptrs.size() + sizes.size());
-  for (void*& p : ptrs)
-    args.push_back(&p);
-  for (const int64_t& v : sizes)
-    args.push_back(const_cast<int64_t*>(&v));
-  launch_entry(0, args, work);
+  launch_entry(0, sized_arguments(ptrs, sizes), work);
+}
+
+void CudaKernel::launch_sized(std::span<void* const> buffers,
+                              std::span<const int64_t> sizes) const {
+  if (sizes.empty()) return launch(buffers);
+  const CudaSource& src = binary_->source;
+  KILN_CHECK(
+      buffers.size() == binary_->num_buffers && sizes.size() == static_cast<size_t>(src.num_sizes),
+      "cuda backend: kernel {}: launched with {} buffers and {} sizes, takes {} and {}", src.name,
+      buffers.size(), sizes.size(), binary_->num_buffers, src.num_sizes);
+  std::vector<void*> ptrs(buffers.begin(), buffers.end());
+  std::vector<void*> args = sized_arguments(ptrs, sizes);
+  for (size_t i = 0; i < src.entries.size(); ++i) {
+    const CudaEntry& e = src.entries[i];
+    KILN_CHECK(e.work > 0 || !e.work_sizes.empty(),
+               "cuda backend: kernel {}: entry {} takes its work from the caller; launch it "
+               "with launch_entry",
+               src.name, e.symbol);
+    launch_entry(i, args, e.work_at(sizes));
+  }
 }
 #else
 CudaKernel::CudaKernel(std::shared_ptr<const CudaBinary> binary, int device)
@@ -283,6 +310,9 @@ void CudaKernel::launch_entry(size_t, std::span<void* const>, int64_t) const {
   KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
 }
 void CudaKernel::launch_sized(std::span<void* const>, std::span<const int64_t>, int64_t) const {
+  KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
+}
+void CudaKernel::launch_sized(std::span<void* const>, std::span<const int64_t>) const {
   KILN_ERROR("cuda backend: kernel {}: this build has no CUDA support", binary_->source.name);
 }
 #endif

@@ -81,8 +81,10 @@ class CudaKernel final : public CompiledKernel {
   // computes from the sizes (CudaEntry::work is 0).
   void launch_sized(std::span<void* const> buffers, std::span<const int64_t> sizes,
                     int64_t work) const;
-  // Symbolic fusion kernels on CUDA need their launch shape from the sizes: not yet (throws).
-  using CompiledKernel::launch_sized;
+  // A kernel with size parameters whose entries say how their work follows from them (a
+  // symbolic fusion group's: CudaEntry::work_sizes): every entry, in order, each over the work
+  // and grid these sizes give. Without sizes, launch().
+  void launch_sized(std::span<void* const> buffers, std::span<const int64_t> sizes) const override;
 
   const CudaBinary& binary() const { return *binary_; }
   int device() const { return device_; }

@@ -44,12 +44,31 @@ std::string_view mapping_name(Mapping m) {
   return "?";
 }
 
+int64_t CudaEntry::work_at(std::span<const int64_t> sizes) const {
+  if (work_sizes.empty()) return work;
+  int64_t w = work_factor;
+  for (int i : work_sizes) {
+    KILN_CHECK(i >= 0 && static_cast<size_t>(i) < sizes.size(),
+               "cuda backend: entry {} reads size parameter {} of {}", symbol, i, sizes.size());
+    w *= sizes[static_cast<size_t>(i)];
+  }
+  return w;
+}
+
 std::string CudaSource::str() const {
   std::string s = fmt::format("// kernel {}: {} entr{}\n", name, entries.size(),
                               entries.size() == 1 ? "y" : "ies");
-  for (const CudaEntry& e : entries)
+  for (const CudaEntry& e : entries) {
+    std::string work = fmt::format("{}", e.work);
+    if (!e.work_sizes.empty()) {
+      work.clear();
+      for (int i : e.work_sizes)
+        work += fmt::format("{}size{}", work.empty() ? "" : "*", i);
+      if (e.work_factor != 1) work += fmt::format("*{}", e.work_factor);
+    }
     s += fmt::format("//   {}: {}, work {}, block {}, grid {}\n", e.symbol, mapping_name(e.mapping),
-                     e.work, e.block, e.grid);
+                     work, e.block, e.grid);
+  }
   return s + code;
 }
 
@@ -153,7 +172,7 @@ RowNest row_nest(const Stmt& top) {
 
 class Emitter {
  public:
-  explicit Emitter(const Kernel& k) : k_(k), sized_(!k.sizes().empty()) {
+  explicit Emitter(const Kernel& k) : k_(k) {
     reads_acc_.resize(k.exprs.size(), false);
     has_load_.resize(k.exprs.size(), false);
     walk(k.body, [&](const Stmt& s, int) {
@@ -232,17 +251,22 @@ class Emitter {
   struct Work {
     int64_t work = 1;
     std::string code;
+    std::vector<int> sizes;  // positions in the kernel's size parameters
     bool runtime() const { return !code.empty(); }
   };
   Work work_of(const std::vector<const Stmt*>& loops) const {
     Work w;
     std::string code;
+    std::vector<VarId> params = k_.sizes();
     for (const Stmt* l : loops) {
-      if (l->extent_size >= 0)
+      if (l->extent_size >= 0) {
         code += fmt::format("{}(unsigned long long){}", code.empty() ? "" : " * ",
                             var_name(l->extent_size));
-      else
+        auto at = std::find(params.begin(), params.end(), l->extent_size);
+        w.sizes.push_back(static_cast<int>(at - params.begin()));
+      } else {
         w.work *= l->extent;
+      }
     }
     if (!code.empty())
       w.code = fmt::format("{}{}", code, w.work == 1 ? "" : fmt::format(" * {}ull", w.work));
@@ -267,7 +291,7 @@ class Emitter {
     Work work = work_of(flat);
     if (elementwise) {
       // Vector accesses need the innermost extent at emission (Note [CUDA vector accesses]).
-      VectorPlan plan = sized_ ? VectorPlan{} : plan_vector_access(k_, flat, *body);
+      VectorPlan plan = plan_vector_access(k_, flat, *body);
       emit_flat(src, index, flat, *body, Mapping::Elementwise, work, 256, &plan);
       return;
     }
@@ -387,9 +411,11 @@ class Emitter {
     std::string sym = symbol(index);
     CudaEntry entry{sym, mapping, size.runtime() ? 0 : work, block, 1};
     int64_t per_block = mapping == Mapping::BlockPerRow ? 1 : block;
-    if (size.runtime())
+    if (size.runtime()) {
       entry.grid = 0;
-    else if (mapping != Mapping::SingleThread)
+      entry.work_factor = work;
+      entry.work_sizes = size.sizes;
+    } else if (mapping != Mapping::SingleThread)
       entry.grid = (work + per_block - 1) / per_block;
     src.entries.push_back(entry);
 
@@ -432,7 +458,7 @@ class Emitter {
       stmts(body, /*vector_level=*/false);
     } else {
       if (plan != nullptr && plan->width > 1)
-        emit_vector_walk(*plan, flat, body, work, it, first, step);
+        emit_vector_walk(*plan, flat, body, size, it, first, step);
       line(fmt::format("for ({} flat = {}; flat < {}; flat += {}) {{", it, first, bound, step));
       ++indent_;
       memo_.emplace_back();
@@ -458,7 +484,7 @@ class Emitter {
   // groups of plan.width innermost iterations, which returns; otherwise the scalar walk after it
   // runs.
   void emit_vector_walk(const VectorPlan& plan, const std::vector<const Stmt*>& flat,
-                        const std::vector<Stmt>& body, int64_t work, const std::string& it,
+                        const std::vector<Stmt>& body, const Work& work, const std::string& it,
                         const std::string& first, const std::string& step) {
     const int w = plan.width;
     std::string misaligned;
@@ -467,17 +493,24 @@ class Emitter {
       misaligned += fmt::format("{}((unsigned long long){} & {}u)", misaligned.empty() ? "" : " | ",
                                 buffer_name(buf), element_size(buf.dtype) * w - 1);
     }
+    // Note [CUDA vector accesses]: sizes the vectorized indices rely on being multiples of w.
+    for (VarId v : plan.divisible_sizes)
+      misaligned += fmt::format(" | ((unsigned long long){} % {}u)", var_name(v), w);
     line(fmt::format("if (({}) == 0) {{", misaligned));
     ++indent_;
-    line(
-        fmt::format("for ({} group = {}; group < {}u; group += {}) {{", it, first, work / w, step));
+    std::string group_bound = work.runtime() ? fmt::format("({}) / {}u", work.code, w)
+                                             : fmt::format("{}u", work.work / w);
+    line(fmt::format("for ({} group = {}; group < {}; group += {}) {{", it, first, group_bound,
+                     step));
     ++indent_;
     memo_.emplace_back();
     const Stmt* inner = flat.back();
-    int64_t groups = inner->extent / w;
+    std::string groups = inner->extent_size >= 0 ? fmt::format("((unsigned long long){} / {}u)",
+                                                               var_name(inner->extent_size), w)
+                                                 : fmt::format("{}u", inner->extent / w);
     line(fmt::format("{} rest = group;", it));
-    line(fmt::format("const long long lane0 = (long long)(rest % {}u) * {};", groups, w));
-    line(fmt::format("rest /= {}u;", groups));
+    line(fmt::format("const long long lane0 = (long long)(rest % {}) * {};", groups, w));
+    line(fmt::format("rest /= {};", groups));
     split_rest(flat, flat.size() - 1);
     // The contiguous accesses' indices at lane 0, in a memo level of their own: the lanes
     // must not reuse them (an index bound here is lane 0's).
@@ -730,7 +763,6 @@ class Emitter {
   }
 
   const Kernel& k_;
-  bool sized_;  // the kernel has size parameters (Note [Size parameters])
   Mapping mapping_ = Mapping::Elementwise;
   std::string out_;
   int indent_ = 1;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,17 @@ struct CudaEntry {
   std::string symbol;  // the __global__ function's name
   Mapping mapping = Mapping::Elementwise;
   // Elements (Elementwise), rows (BlockPerRow, ThreadPerRow), or 1; 0 (and grid 0) when size
-  // parameters give it: the caller computes it and passes it to launch_sized.
+  // parameters give it: then it is work_factor times the product of the size parameters at
+  // positions work_sizes (the launcher's CudaEntry::work_at), or what the caller of the
+  // three-argument launch_sized computed.
   int64_t work = 1;
   int block = 256;   // threads per block, a multiple of 32 (1 for SingleThread)
   int64_t grid = 1;  // blocks that cover `work` once; the launcher may use fewer (grid-stride)
+  int64_t work_factor = 1;
+  std::vector<int> work_sizes;  // positions in the kernel's size parameters
+
+  // The work at these values of the kernel's size parameters.
+  int64_t work_at(std::span<const int64_t> sizes) const;
 };
 
 struct CudaSource {

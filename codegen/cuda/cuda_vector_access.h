@@ -19,6 +19,10 @@ struct VectorPlan {
   std::set<const kir::Stmt*> stores;
   // Their buffers, whose pointers the kernel checks for alignment before taking the vector path.
   std::set<kir::BufferId> buffers;
+  // Size parameters that must be multiples of `width` for the vector path (a kernel with size
+  // parameters: the innermost extent, and the sizes in the strides of the vectorized accesses);
+  // the kernel checks them with the pointers.
+  std::set<kir::VarId> divisible_sizes;
 };
 
 // The plan for an Elementwise entry that walks the loops `flat` (outermost first) and runs
