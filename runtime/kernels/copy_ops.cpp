@@ -91,13 +91,16 @@ void fill_into(const Tensor& dst, const Scalar& value) {
 
 namespace {
 
-std::vector<OutputGeometry> copy_shape(const OpDef& op, std::span<const MetaRef> in, const void*) {
-  Shape shape = broadcast_shapes(op.name, in[0].sizes, in[1].sizes);
+// Templates over the size type (Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> copy_shape(const OpDef& op, std::span<const Ref> in,
+                                               const void*) {
+  rules::SizesOf<Ref> shape = broadcast_shapes(op.name, in[0].sizes, in[1].sizes);
   KILN_CHECK(shape.size() == in[0].sizes.size() &&
                  std::equal(shape.begin(), shape.end(), in[0].sizes.begin()),
              "{}: source of shape {} cannot be broadcast to the destination's shape {}", op.name,
              shape_str(in[1].sizes), shape_str(in[0].sizes));
-  return {OutputGeometry{std::move(shape)}};
+  return {{std::move(shape)}};
 }
 
 void copy_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor> inputs,
@@ -119,10 +122,11 @@ DType convert_dtype(const OpDef&, std::span<const MetaRef>, const void* attrs, s
   return attrs_as<DTypeAttrs>(attrs).dtype;
 }
 
-std::vector<OutputGeometry> fill_shape(const OpDef& op, std::span<const MetaRef> in,
-                                       const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> fill_shape(const OpDef& op, std::span<const Ref> in,
+                                               const void* attrs) {
   check_scalar_fits(op.name, attrs_as<FillAttrs>(attrs).value, in[0].dtype);
-  return rules::same_shape(op, in, attrs);
+  return {{rules::SizesOf<Ref>(in[0].sizes.begin(), in[0].sizes.end())}};
 }
 
 void fill_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const Tensor>,
@@ -181,12 +185,12 @@ void cat_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const T
 void register_copy_ops(OpTable& table) {
   constexpr int cpu = static_cast<int>(DispatchKey::CPU);
   OpDef& copy = table.add<NoAttrs>("copy_", {"self", "src"}, kInPlace, "NoAttrs");
-  copy.shape = copy_shape;
+  rules::set_shape_rules(copy, copy_shape<MetaRef>, copy_shape<SymMetaRef>);
   copy.dtype = rules::same_dtype;
   copy.compute[cpu] = copy_kernel;
 
   OpDef& fill = table.add<FillAttrs>("fill_", {"self"}, kInPlace, "FillAttrs");
-  fill.shape = fill_shape;
+  rules::set_shape_rules(fill, fill_shape<MetaRef>, fill_shape<SymMetaRef>);
   fill.dtype = rules::same_dtype;
   fill.compute[cpu] = fill_kernel;
 

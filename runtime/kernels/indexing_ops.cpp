@@ -9,6 +9,7 @@
 #include "kiln/base/thread_pool.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/index_loops.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
@@ -21,7 +22,10 @@ using index_loops::with_element_bytes;
 
 constexpr int64_t kGrain = 4096;
 
-void check_index_dtype(const OpDef& op, const MetaRef& index, const char* what) {
+// The shape rules are templates over the size type (Note [Symbolic sizes]); the kernels check
+// the index values.
+template <class Ref>
+void check_index_dtype(const OpDef& op, const Ref& index, const char* what) {
   KILN_CHECK(index.dtype == kInt64, "{}: expected {} of dtype int64, but got {} (shape {})",
              op.name, what, index.dtype, shape_str(index.sizes));
 }
@@ -43,16 +47,17 @@ std::vector<int64_t> checked_indices(const OpDef& op, const Tensor& index, int64
 }
 
 // ---- embedding ----
-std::vector<OutputGeometry> embedding_shape(const OpDef& op, std::span<const MetaRef> in,
-                                            const void*) {
-  const MetaRef &weight = in[0], &indices = in[1];
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> embedding_shape(const OpDef& op, std::span<const Ref> in,
+                                                    const void*) {
+  const Ref &weight = in[0], &indices = in[1];
   check_index_dtype(op, indices, "indices");
   KILN_CHECK(weight.sizes.size() == 2,
              "{}: expected a 2-D weight [num_embeddings, dim], got shape {}", op.name,
              shape_str(weight.sizes));
-  Shape out(indices.sizes.begin(), indices.sizes.end());
+  rules::SizesOf<Ref> out(indices.sizes.begin(), indices.sizes.end());
   out.push_back(weight.sizes[1]);
-  return {OutputGeometry{std::move(out)}};
+  return {{std::move(out)}};
 }
 
 void embedding_kernel(const OpDef& op, std::span<const Tensor> outputs,
@@ -80,18 +85,19 @@ void embedding_kernel(const OpDef& op, std::span<const Tensor> outputs,
 }
 
 // ---- index_select ----
-std::vector<OutputGeometry> index_select_shape(const OpDef& op, std::span<const MetaRef> in,
-                                               const void* attrs) {
-  const MetaRef &x = in[0], &index = in[1];
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> index_select_shape(const OpDef& op, std::span<const Ref> in,
+                                                       const void* attrs) {
+  const Ref &x = in[0], &index = in[1];
   check_index_dtype(op, index, "index");
   KILN_CHECK(index.sizes.size() <= 1, "{}: index must be 1-D, got shape {}", op.name,
              shape_str(index.sizes));
   KILN_CHECK(!x.sizes.empty(), "{}: cannot index a 0-dim tensor", op.name);
   auto nd = static_cast<int64_t>(x.sizes.size());
   int64_t d = wrap_dim(op.name, attrs_as<DimAttrs>(attrs).dim, nd);
-  Shape out(x.sizes.begin(), x.sizes.end());
-  out[static_cast<size_t>(d)] = shape_numel(index.sizes);
-  return {OutputGeometry{std::move(out)}};
+  rules::SizesOf<Ref> out(x.sizes.begin(), x.sizes.end());
+  out[static_cast<size_t>(d)] = index.sizes.empty() ? 1 : index.sizes[0];
+  return {{std::move(out)}};
 }
 
 void index_select_kernel(const OpDef& op, std::span<const Tensor> outputs,
@@ -119,13 +125,15 @@ void index_select_kernel(const OpDef& op, std::span<const Tensor> outputs,
 // ---- gather / scatter_add ----
 // index.size(k) <= x.size(k) for every k != dim (and, for scatter_add, <= src.size(k) for
 // every k); all tensors have the same number of dimensions.
-void check_index_fits(const OpDef& op, const MetaRef& x, const MetaRef& index, int64_t dim,
-                      const MetaRef* src) {
+// Over symbols, a size must be no larger for every value of the symbols (rules::always_le).
+template <class Ref>
+void check_index_fits(const OpDef& op, const Ref& x, const Ref& index, int64_t dim,
+                      const Ref* src) {
   KILN_CHECK(index.sizes.size() == x.sizes.size(),
              "{}: index (shape {}) must have as many dimensions as the input (shape {})", op.name,
              shape_str(index.sizes), shape_str(x.sizes));
   for (size_t k = 0; k < x.sizes.size(); ++k) {
-    KILN_CHECK(static_cast<int64_t>(k) == dim || index.sizes[k] <= x.sizes[k],
+    KILN_CHECK(static_cast<int64_t>(k) == dim || rules::always_le(index.sizes[k], x.sizes[k]),
                "{}: index of shape {} is larger than the input of shape {} at dimension {} (only "
                "dimension {} may be larger)",
                op.name, shape_str(index.sizes), shape_str(x.sizes), k, dim);
@@ -135,7 +143,7 @@ void check_index_fits(const OpDef& op, const MetaRef& x, const MetaRef& index, i
              "{}: src (shape {}) must have as many dimensions as the input (shape {})", op.name,
              shape_str(src->sizes), shape_str(x.sizes));
   for (size_t k = 0; k < x.sizes.size(); ++k) {
-    KILN_CHECK(index.sizes[k] <= src->sizes[k],
+    KILN_CHECK(rules::always_le(index.sizes[k], src->sizes[k]),
                "{}: index of shape {} is larger than src of shape {} at dimension {}", op.name,
                shape_str(index.sizes), shape_str(src->sizes), k);
   }
@@ -146,13 +154,14 @@ int64_t gather_dim(const OpDef& op, const void* attrs, int64_t nd) {
   return wrap_dim(op.name, attrs_as<DimAttrs>(attrs).dim, std::max<int64_t>(nd, 1));
 }
 
-std::vector<OutputGeometry> gather_shape(const OpDef& op, std::span<const MetaRef> in,
-                                         const void* attrs) {
-  const MetaRef &x = in[0], &index = in[1];
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> gather_shape(const OpDef& op, std::span<const Ref> in,
+                                                 const void* attrs) {
+  const Ref &x = in[0], &index = in[1];
   check_index_dtype(op, index, "index");
   int64_t d = gather_dim(op, attrs, static_cast<int64_t>(x.sizes.size()));
-  check_index_fits(op, x, index, d, nullptr);
-  return {OutputGeometry{Shape(index.sizes.begin(), index.sizes.end())}};
+  check_index_fits<Ref>(op, x, index, d, nullptr);
+  return {{rules::SizesOf<Ref>(index.sizes.begin(), index.sizes.end())}};
 }
 
 // Size of dim `d` of t, with a 0-dim tensor seen as shape [1].
@@ -181,13 +190,14 @@ void gather_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
   });
 }
 
-std::vector<OutputGeometry> scatter_add_shape(const OpDef& op, std::span<const MetaRef> in,
-                                              const void* attrs) {
-  const MetaRef &x = in[0], &index = in[1], &src = in[2];
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> scatter_add_shape(const OpDef& op, std::span<const Ref> in,
+                                                      const void* attrs) {
+  const Ref &x = in[0], &index = in[1], &src = in[2];
   check_index_dtype(op, index, "index");
   int64_t d = gather_dim(op, attrs, static_cast<int64_t>(x.sizes.size()));
   check_index_fits(op, x, index, d, &src);
-  return {OutputGeometry{Shape(x.sizes.begin(), x.sizes.end())}};
+  return {{rules::SizesOf<Ref>(x.sizes.begin(), x.sizes.end())}};
 }
 
 DType scatter_add_dtype(const OpDef& op, std::span<const MetaRef> in, const void*, size_t) {
@@ -230,25 +240,25 @@ DType first_dtype(const OpDef&, std::span<const MetaRef> in, const void*, size_t
 void register_indexing_ops(OpTable& table) {
   constexpr int cpu = static_cast<int>(DispatchKey::CPU);
   OpDef& embedding = table.add<NoAttrs>("embedding", {"weight", "indices"}, 0, "NoAttrs");
-  embedding.shape = embedding_shape;
+  rules::set_shape_rules(embedding, embedding_shape<MetaRef>, embedding_shape<SymMetaRef>);
   embedding.dtype = first_dtype;
   embedding.compute[cpu] = embedding_kernel;
 
   OpDef& index_select = table.add<DimAttrs>("index_select", {"self", "index"}, 0, "DimAttrs");
   index_select.python_order = {"self", "dim", "index"};  // torch's argument order
-  index_select.shape = index_select_shape;
+  rules::set_shape_rules(index_select, index_select_shape<MetaRef>, index_select_shape<SymMetaRef>);
   index_select.dtype = first_dtype;
   index_select.compute[cpu] = index_select_kernel;
 
   OpDef& gather = table.add<DimAttrs>("gather", {"self", "index"}, 0, "DimAttrs");
   gather.python_order = {"self", "dim", "index"};
-  gather.shape = gather_shape;
+  rules::set_shape_rules(gather, gather_shape<MetaRef>, gather_shape<SymMetaRef>);
   gather.dtype = first_dtype;
   gather.compute[cpu] = gather_kernel;
 
   OpDef& scatter_add = table.add<DimAttrs>("scatter_add", {"self", "index", "src"}, 0, "DimAttrs");
   scatter_add.python_order = {"self", "dim", "index", "src"};
-  scatter_add.shape = scatter_add_shape;
+  rules::set_shape_rules(scatter_add, scatter_add_shape<MetaRef>, scatter_add_shape<SymMetaRef>);
   scatter_add.dtype = scatter_add_dtype;
   scatter_add.compute[cpu] = scatter_add_kernel;
 }

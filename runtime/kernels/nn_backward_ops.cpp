@@ -16,6 +16,7 @@
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/reduction_vec.h"
 #include "kiln/runtime/kernels/row_kernels.h"
 #include "kiln/runtime/op_table.h"
@@ -49,14 +50,17 @@ double row_sum(int64_t n, F f) {
 
 // ---- softmax_backward, log_softmax_backward ----
 
-std::vector<OutputGeometry> softmax_backward_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                                   const void* attrs) {
-  ShapeRef g = inputs[0].sizes, y = inputs[1].sizes;
+// A template over the size type (Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> softmax_backward_shape(const OpDef& op,
+                                                           std::span<const Ref> inputs,
+                                                           const void* attrs) {
+  const auto &g = inputs[0].sizes, &y = inputs[1].sizes;
   KILN_CHECK(std::equal(g.begin(), g.end(), y.begin(), y.end()),
              "{}: grad_output of shape {} does not match output of shape {}", op.name, shape_str(g),
              shape_str(y));
   wrap_dim(op.name, attrs_as<SoftmaxAttrs>(attrs).dim, static_cast<int64_t>(g.size()));
-  return {OutputGeometry{Shape(g.begin(), g.end())}};
+  return {{rules::SizesOf<Ref>(g.begin(), g.end())}};
 }
 
 // Every input of a fused backward has the dtype of the forward's input and output.
@@ -112,14 +116,15 @@ void softmax_backward_kernel(const OpDef& op, std::span<const Tensor> outputs,
 
 // Inputs (grad_output, input, [weight]) as layer_norm's has_weight says; outputs dx and, with a
 // weight, the per-element g * xhat that the engine sums into the weight's gradient.
-std::vector<OutputGeometry> layer_norm_backward_shape(const OpDef& op,
-                                                      std::span<const MetaRef> inputs,
-                                                      const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> layer_norm_backward_shape(const OpDef& op,
+                                                              std::span<const Ref> inputs,
+                                                              const void* attrs) {
   const auto& a = attrs_as<LayerNormAttrs>(attrs);
   size_t expected = a.has_weight ? 3 : 2;
   KILN_CHECK(inputs.size() == expected, "{}: expected {} inputs (has_weight={}), got {}", op.name,
              expected, a.has_weight, inputs.size());
-  ShapeRef g = inputs[0].sizes, x = inputs[1].sizes;
+  const auto &g = inputs[0].sizes, &x = inputs[1].sizes;
   KILN_CHECK(std::equal(g.begin(), g.end(), x.begin(), x.end()),
              "{}: grad_output of shape {} does not match input of shape {}", op.name, shape_str(g),
              shape_str(x));
@@ -133,7 +138,7 @@ std::vector<OutputGeometry> layer_norm_backward_shape(const OpDef& op,
                "{}: expected weight of shape {} (normalized_shape), but got {}", op.name,
                shape_str(ns), shape_str(inputs[2].sizes));
   }
-  std::vector<OutputGeometry> out{OutputGeometry{Shape(x.begin(), x.end())}};
+  std::vector<rules::GeometryOf<Ref>> out{{rules::SizesOf<Ref>(x.begin(), x.end())}};
   if (a.has_weight) out.push_back(out[0]);
   return out;
 }
@@ -201,7 +206,7 @@ void register_nn_backward_ops(OpTable& table) {
   auto softmax_like = [&](const char* name, ComputeKernel kernel) {
     OpDef& op = table.add<SoftmaxAttrs>(name, {"grad_output", "output"},
                                         kNonDifferentiable | kInternal, "SoftmaxAttrs");
-    op.shape = softmax_backward_shape;
+    rules::set_shape_rules(op, softmax_backward_shape<MetaRef>, softmax_backward_shape<SymMetaRef>);
     op.dtype = same_floating_dtype;
     op.compute[kCpu] = kernel;
   };
@@ -212,7 +217,8 @@ void register_nn_backward_ops(OpTable& table) {
                                         kNonDifferentiable | kInternal, "LayerNormAttrs");
   ln.variadic = true;  // (grad_output, input, [weight]): see LayerNormAttrs
   ln.max_outputs = 2;  // dx and, with a weight, g * xhat
-  ln.shape = layer_norm_backward_shape;
+  rules::set_shape_rules(ln, layer_norm_backward_shape<MetaRef>,
+                         layer_norm_backward_shape<SymMetaRef>);
   ln.dtype = same_floating_dtype;
   ln.compute[kCpu] = layer_norm_backward_kernel;
 }

@@ -51,6 +51,21 @@ DType same_dtype(const OpDef&, std::span<const MetaRef> inputs, const void*, siz
   return inputs[0].dtype;
 }
 
+std::optional<int64_t> least_value(const SymInt& s) {
+  if (s.maybe_int()) return s.maybe_int();
+  int64_t least = 0;
+  for (const SymTerm& t : s.terms()) {
+    int64_t term = t.coeff;
+    for (const SymInt& f : t.factors) {
+      if (!f.symbol_id()) return std::nullopt;  // a floordiv or mod
+      term *= 2;
+    }
+    if (!t.factors.empty() && t.coeff < 0) return std::nullopt;
+    least += term;
+  }
+  return least;
+}
+
 SymShapeRule symbolic_twin(ShapeRule rule) {
   if (rule == broadcast_shape) return sym_broadcast_shape;
   if (rule == same_shape) return sym_same_shape;

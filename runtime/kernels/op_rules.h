@@ -1,6 +1,7 @@
 // Shape and dtype rules shared by several op families.
 #pragma once
 
+#include <optional>
 #include <type_traits>
 
 #include "kiln/runtime/op_def.h"
@@ -41,6 +42,17 @@ std::vector<OutputGeometry> same_shape(const OpDef& op, std::span<const MetaRef>
 // The rule over symbolic sizes that instantiates the same template as `rule`, or null when
 // `rule` has not been written over symbols yet. The op table sets OpDef::sym_shape from it.
 SymShapeRule symbolic_twin(ShapeRule rule);
+// The least value `s` takes for every value of its symbols, when a rule can know it: an integer
+// is itself; a polynomial whose symbol terms all have positive coefficients grows with every
+// symbol, so its least value is at every symbol's least, 2 (Note [Symbolic sizes]). nullopt
+// for anything else (a floordiv or mod, a negative coefficient).
+std::optional<int64_t> least_value(const SymInt& s);
+// Whether a <= b for every value of the symbols (false where a rule cannot tell).
+inline bool always_le(const SymInt& a, const SymInt& b) {
+  std::optional<int64_t> least = least_value(b - a);
+  return least && *least >= 0;
+}
+
 // Input 0's dtype.
 DType same_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs, size_t);
 

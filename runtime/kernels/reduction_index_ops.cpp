@@ -3,8 +3,10 @@
 // when no dim is given). The first extreme element wins; a NaN beats every number, and the
 // first NaN wins, as in torch. The all-element max(x)/min(x) are amax/amin over every dim (see
 // runtime/api/reduction_ops.cpp).
+#include <algorithm>
 #include <limits>
 
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/kernels/reduction_registry.h"
 #include "kiln/runtime/kernels/reduction_strategy.h"
@@ -19,14 +21,17 @@ int64_t index_dim(const OpDef& op, const DimIndexAttrs& a, int64_t ndim) {
   return wrap_dim(op.name, *a.dim, ndim);
 }
 
-Shape index_out_shape(const OpDef& op, ShapeRef sizes, const DimIndexAttrs& a) {
+// The rules below are templates over the size type (Note [Symbolic sizes]); a symbolic size is
+// at least 2, so it is never the empty dim the check refuses.
+template <class Sizes, class In>
+Sizes index_out_shape(const OpDef& op, const In& sizes, const DimIndexAttrs& a) {
   auto ndim = static_cast<int64_t>(sizes.size());
   if (!a.dim.has_value()) {
     // argmax over every element: 0-dim, or all ones with keepdim.
-    return a.keepdim ? Shape(sizes.size(), 1) : Shape{};
+    return a.keepdim ? Sizes(sizes.size(), 1) : Sizes{};
   }
   int64_t d = index_dim(op, a, ndim);
-  Shape out;
+  Sizes out;
   for (int64_t i = 0; i < ndim; ++i) {
     if (i != d) {
       out.push_back(sizes[i]);
@@ -37,9 +42,12 @@ Shape index_out_shape(const OpDef& op, ShapeRef sizes, const DimIndexAttrs& a) {
   return out;
 }
 
-void check_index_reduction(const OpDef& op, ShapeRef sizes, const DimIndexAttrs& a) {
+template <class In>
+void check_index_reduction(const OpDef& op, const In& sizes, const DimIndexAttrs& a) {
+  auto is_zero = [](const auto& s) { return s == std::decay_t<decltype(s)>(0); };
   if (!a.dim.has_value()) {
-    KILN_CHECK(shape_numel(sizes) > 0,
+    bool empty = std::any_of(sizes.begin(), sizes.end(), is_zero);
+    KILN_CHECK(!empty,
                "{}(): Expected reduction dim to be specified for input.numel() == 0 (input "
                "shape {})",
                op.name, shape_str(sizes));
@@ -50,25 +58,27 @@ void check_index_reduction(const OpDef& op, ShapeRef sizes, const DimIndexAttrs&
   if (ndim == 0) return;
   bool kept_empty = false;
   for (int64_t i = 0; i < ndim; ++i)
-    kept_empty = kept_empty || (i != d && sizes[i] == 0);
-  KILN_CHECK(sizes[d] != 0 || kept_empty,
+    kept_empty = kept_empty || (i != d && is_zero(sizes[i]));
+  KILN_CHECK(!is_zero(sizes[d]) || kept_empty,
              "{}(): Expected reduction dim {} to have non-zero size (input shape {})", op.name, d,
              shape_str(sizes));
 }
 
-std::vector<OutputGeometry> max_dim_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                          const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> max_dim_shape(const OpDef& op, std::span<const Ref> inputs,
+                                                  const void* attrs) {
   const auto& a = attrs_as<DimIndexAttrs>(attrs);
   check_index_reduction(op, inputs[0].sizes, a);
-  Shape out = index_out_shape(op, inputs[0].sizes, a);
-  return {OutputGeometry{out}, OutputGeometry{out}};
+  auto out = index_out_shape<rules::SizesOf<Ref>>(op, inputs[0].sizes, a);
+  return {{out}, {out}};
 }
 
-std::vector<OutputGeometry> argmax_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                         const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> argmax_shape(const OpDef& op, std::span<const Ref> inputs,
+                                                 const void* attrs) {
   const auto& a = attrs_as<DimIndexAttrs>(attrs);
   check_index_reduction(op, inputs[0].sizes, a);
-  return {OutputGeometry{index_out_shape(op, inputs[0].sizes, a)}};
+  return {{index_out_shape<rules::SizesOf<Ref>>(op, inputs[0].sizes, a)}};
 }
 
 DType values_then_indices(const OpDef&, std::span<const MetaRef> inputs, const void*, size_t i) {
@@ -172,18 +182,22 @@ void argmax_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<c
 }  // namespace
 
 void register_index_reduction_ops(OpTable& table) {
-  auto add = [&](const char* name, ShapeRule shape, DTypeRule dtype, ComputeKernel kernel) {
+  auto add = [&](const char* name, rules::RuleOf<MetaRef> shape,
+                 rules::RuleOf<SymMetaRef> sym_shape, DTypeRule dtype, ComputeKernel kernel) {
     OpDef& op = table.add<DimIndexAttrs>(name, {"self"}, kReduction, "DimIndexAttrs");
-    op.shape = shape;
+    rules::set_shape_rules(op, shape, sym_shape);
     op.dtype = dtype;
     op.compute[static_cast<int>(DispatchKey::CPU)] = kernel;
   };
-  add("max", max_dim_shape, values_then_indices, max_dim_kernel<true>);
-  add("min", max_dim_shape, values_then_indices, max_dim_kernel<false>);
+  add("max", max_dim_shape<MetaRef>, max_dim_shape<SymMetaRef>, values_then_indices,
+      max_dim_kernel<true>);
+  add("min", max_dim_shape<MetaRef>, max_dim_shape<SymMetaRef>, values_then_indices,
+      max_dim_kernel<false>);
   table.mutable_op("max").max_outputs = 2;  // values and indices
   table.mutable_op("min").max_outputs = 2;
-  add("argmax", argmax_shape, argmax_dtype, argmax_kernel<true>);
-  add("argmin", argmax_shape, argmax_dtype, argmax_kernel<false>);
+  add("argmax", argmax_shape<MetaRef>, argmax_shape<SymMetaRef>, argmax_dtype, argmax_kernel<true>);
+  add("argmin", argmax_shape<MetaRef>, argmax_shape<SymMetaRef>, argmax_dtype,
+      argmax_kernel<false>);
 }
 
 }  // namespace kiln

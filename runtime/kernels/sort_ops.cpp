@@ -5,10 +5,12 @@
 // so its result is the first k of the stable sort.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 
 #include "kiln/base/error.h"
 #include "kiln/base/thread_pool.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/sort_attrs.h"
 #include "kiln/runtime/kernels/sort_ops.h"
 
@@ -39,37 +41,46 @@ int64_t topk_count(const Tensor& input, int64_t k) {
 
 namespace {
 
-int64_t ordering_dim(const OpDef& op, int64_t dim, ShapeRef sizes) {
+template <class In>
+int64_t ordering_dim(const OpDef& op, int64_t dim, const In& sizes) {
   return wrap_dim(op.name, dim, std::max<int64_t>(static_cast<int64_t>(sizes.size()), 1));
 }
 
-std::vector<OutputGeometry> sort_shape(const OpDef& op, std::span<const MetaRef> in,
-                                       const void* attrs) {
+// The rules below are templates over the size type (Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> sort_shape(const OpDef& op, std::span<const Ref> in,
+                                               const void* attrs) {
   ordering_dim(op, attrs_as<SortAttrs>(attrs).dim, in[0].sizes);
-  Shape out(in[0].sizes.begin(), in[0].sizes.end());
-  if (op.max_outputs == 1) return {OutputGeometry{out}};
-  return {OutputGeometry{out}, OutputGeometry{out}};
+  rules::SizesOf<Ref> out(in[0].sizes.begin(), in[0].sizes.end());
+  if (op.max_outputs == 1) return {{out}};
+  return {{out}, {out}};
 }
 
-std::vector<OutputGeometry> topk_shape(const OpDef& op, std::span<const MetaRef> in,
-                                       const void* attrs) {
+// k against a symbolic size holds for every value of it only up to 2 (Note [Symbolic sizes]:
+// every symbol is at least 2); a larger k refuses, and the tracer specializes the dim.
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> topk_shape(const OpDef& op, std::span<const Ref> in,
+                                               const void* attrs) {
   const auto& a = attrs_as<TopkAttrs>(attrs);
-  ShapeRef sizes = in[0].sizes;
+  const auto& sizes = in[0].sizes;
   int64_t d = ordering_dim(op, a.dim, sizes);
-  int64_t size = sizes.empty() ? 1 : sizes[static_cast<size_t>(d)];
-  KILN_CHECK(a.k >= 0 && a.k <= size,
+  rules::SizesOf<Ref> out(sizes.begin(), sizes.end());
+  using Size = typename rules::SizesOf<Ref>::value_type;
+  Size size = sizes.empty() ? Size(1) : Size(sizes[static_cast<size_t>(d)]);
+  std::optional<int64_t> known = SymInt(size).maybe_int();
+  KILN_CHECK(a.k >= 0 && (known ? a.k <= *known : a.k <= 2),
              "{}(): selected index k out of range: k = {} but dimension {} has size {} (input "
              "shape {})",
              op.name, a.k, d, size, shape_str(sizes));
-  Shape out(sizes.begin(), sizes.end());
   if (!out.empty()) out[static_cast<size_t>(d)] = a.k;
-  return {OutputGeometry{out}, OutputGeometry{out}};
+  return {{out}, {out}};
 }
 
-std::vector<OutputGeometry> scan_shape(const OpDef& op, std::span<const MetaRef> in,
-                                       const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> scan_shape(const OpDef& op, std::span<const Ref> in,
+                                               const void* attrs) {
   ordering_dim(op, attrs_as<ScanAttrs>(attrs).dim, in[0].sizes);
-  return {OutputGeometry{Shape(in[0].sizes.begin(), in[0].sizes.end())}};
+  return {{rules::SizesOf<Ref>(in[0].sizes.begin(), in[0].sizes.end())}};
 }
 
 DType values_then_indices(const OpDef&, std::span<const MetaRef> in, const void*, size_t i) {
@@ -205,24 +216,24 @@ void register_sort_ops(OpTable& table) {
   constexpr int cpu = static_cast<int>(DispatchKey::CPU);
   OpDef& sort = table.add<SortAttrs>("sort", {"self"}, 0, "SortAttrs");
   sort.max_outputs = 2;  // values and indices
-  sort.shape = sort_shape;
+  rules::set_shape_rules(sort, sort_shape<MetaRef>, sort_shape<SymMetaRef>);
   sort.dtype = values_then_indices;
   sort.compute[cpu] = sort_kernel;
 
   OpDef& argsort = table.add<SortAttrs>("argsort", {"self"}, 0, "SortAttrs");
-  argsort.shape = sort_shape;
+  rules::set_shape_rules(argsort, sort_shape<MetaRef>, sort_shape<SymMetaRef>);
   argsort.dtype = indices_dtype;
   argsort.compute[cpu] = sort_kernel;
 
   OpDef& topk = table.add<TopkAttrs>("topk", {"self"}, 0, "TopkAttrs");
   topk.max_outputs = 2;
-  topk.shape = topk_shape;
+  rules::set_shape_rules(topk, topk_shape<MetaRef>, topk_shape<SymMetaRef>);
   topk.dtype = values_then_indices;
   topk.compute[cpu] = topk_kernel;
 
   for (const char* name : {"cumsum", "cumprod"}) {
     OpDef& scan = table.add<ScanAttrs>(name, {"self"}, 0, "ScanAttrs");
-    scan.shape = scan_shape;
+    rules::set_shape_rules(scan, scan_shape<MetaRef>, scan_shape<SymMetaRef>);
     scan.dtype = scan_dtype;
   }
   table.mutable_op("cumsum").compute[cpu] = scan_kernel<false>;

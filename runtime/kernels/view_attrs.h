@@ -80,8 +80,10 @@ struct SelectAttrs {
 // input's sizes that is zero outside the slice and holds `grad` inside it. They are table ops
 // rather than "zeros, then copy_ into a view" because autograd cannot record an in-place write
 // into a view of a temporary, so a twice-differentiable backward needs an out-of-place op.
+// input_sizes is a SymShape (Note [Symbolic size attributes]): a backward traced over symbols
+// keeps the sliced input's sizes as expressions.
 struct SliceBackwardAttrs {
-  Shape input_sizes;
+  SymShape input_sizes;
   int64_t dim = 0;
   int64_t start = 0;
   int64_t end = INT64_MAX;
@@ -98,7 +100,7 @@ struct SliceBackwardAttrs {
 };
 
 struct SelectBackwardAttrs {
-  Shape input_sizes;
+  SymShape input_sizes;
   int64_t dim = 0;
   int64_t index = 0;
   bool operator==(const SelectBackwardAttrs&) const = default;

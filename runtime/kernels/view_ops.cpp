@@ -2,6 +2,8 @@
 // strides and storage offset, so the same rule serves CPU, CUDA and Meta tensors alike. Also
 // slice_backward and select_backward, the out-of-place gradients of slice and select.
 #include <algorithm>
+#include <optional>
+#include <type_traits>
 
 #include "kiln/base/error.h"
 #include "kiln/runtime/kernels/copy_kernels.h"
@@ -67,11 +69,6 @@ std::optional<Shape> view_strides(ShapeRef sizes, ShapeRef strides, ShapeRef new
 }
 
 namespace {
-
-OutputGeometry geometry(const MetaRef& x) {
-  return {Shape(x.sizes.begin(), x.sizes.end()), Shape(x.strides.begin(), x.strides.end()),
-          x.storage_offset};
-}
 
 std::vector<OutputGeometry> view_shape(const OpDef& op, std::span<const MetaRef> in,
                                        const void* attrs) {
@@ -288,43 +285,72 @@ std::vector<rules::GeometryOf<Ref>> unsqueeze_shape(const OpDef& op, std::span<c
   return {std::move(g)};
 }
 
-std::vector<OutputGeometry> slice_shape(const OpDef& op, std::span<const MetaRef> in,
-                                        const void* attrs) {
+// A slice bound as Python slices take it (negative counts from the end, out of range clamps)
+// against a dim of `size`; over a symbolic size, only where the clamp is known for every value
+// of the symbols: 0..2, "to the end", or -2..-1 from the end. Others throw, and the tracer
+// specializes the dim.
+int64_t clamp_slice_bound(int64_t v, int64_t size) {
+  if (v < 0) v += size;
+  return std::clamp<int64_t>(v, 0, size);
+}
+SymInt clamp_slice_bound(int64_t v, const SymInt& size) {
+  if (size.maybe_int()) return clamp_slice_bound(v, *size.maybe_int());
+  if (v >= 0 && v <= 2) return v;
+  if (v >= INT64_MAX / 2) return size;
+  if (v < 0 && v >= -2) return size + v;
+  KILN_ERROR("slice: bound {} against the symbolic size {} depends on its value", v, size);
+}
+
+// The rules below are templates over the size type (Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> slice_shape(const OpDef& op, std::span<const Ref> in,
+                                                const void* attrs) {
+  using Size = typename rules::SizesOf<Ref>::value_type;
   const auto& a = attrs_as<SliceAttrs>(attrs);
-  const MetaRef& x = in[0];
+  const Ref& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   KILN_CHECK(nd > 0, "{}: cannot slice a 0-dim tensor", op.name);
   int64_t d = wrap_dim(op.name, a.dim, nd);
   KILN_CHECK(a.step > 0, "{}: slice step must be positive, got {}", op.name, a.step);
-  int64_t size = x.sizes[d];
-  // Python slice semantics: negative bounds count from the end, out-of-range bounds clamp.
-  auto clamp_bound = [&](int64_t v) {
-    if (v < 0) v += size;
-    return std::clamp<int64_t>(v, 0, size);
-  };
-  int64_t start = clamp_bound(a.start), end = std::max(clamp_bound(a.end), start);
-  OutputGeometry g = geometry(x);
+  const Size& size = x.sizes[d];
+  Size start = clamp_slice_bound(a.start, size), end = clamp_slice_bound(a.end, size);
+  auto g = rules::geometry_of(x);
+  if constexpr (std::is_same_v<Size, int64_t>) {
+    end = std::max(end, start);
+    // (end - start - 1) / step + 1 rather than a rounded-up division, which overflows for a
+    // step near INT64_MAX. A dimension of one element keeps its stride: the step never applies.
+    g.sizes[d] = end == start ? 0 : (end - start - 1) / a.step + 1;
+    g.strides[d] = g.sizes[d] > 1 ? x.strides[d] * a.step : x.strides[d];
+  } else {
+    std::optional<int64_t> least = rules::least_value(end - start);
+    KILN_CHECK(least && *least >= 0,
+               "{}: slice [{}, {}) of the symbolic size {} may be empty or reversed", op.name,
+               start, end, size);
+    // Floor division: an empty slice (end == start) gives 0.
+    g.sizes[d] = floordiv(end - start - 1, a.step) + 1;
+    g.strides[d] = a.step == 1 ? x.strides[d] : x.strides[d] * a.step;
+  }
   g.storage_offset += start * x.strides[d];
-  // (end - start - 1) / step + 1 rather than a rounded-up division, which overflows for a step
-  // near INT64_MAX. A dimension of one element keeps its stride: the step never applies.
-  g.sizes[d] = end == start ? 0 : (end - start - 1) / a.step + 1;
-  g.strides[d] = g.sizes[d] > 1 ? x.strides[d] * a.step : x.strides[d];
   return {std::move(g)};
 }
 
-std::vector<OutputGeometry> select_shape(const OpDef& op, std::span<const MetaRef> in,
-                                         const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> select_shape(const OpDef& op, std::span<const Ref> in,
+                                                 const void* attrs) {
+  using Size = typename rules::SizesOf<Ref>::value_type;
   const auto& a = attrs_as<SelectAttrs>(attrs);
-  const MetaRef& x = in[0];
+  const Ref& x = in[0];
   auto nd = static_cast<int64_t>(x.sizes.size());
   KILN_CHECK(nd > 0, "{}: cannot select from a 0-dim tensor", op.name);
   int64_t d = wrap_dim(op.name, a.dim, nd);
-  int64_t size = x.sizes[d];
-  KILN_CHECK(a.index >= -size && a.index < size,
+  const Size& size = x.sizes[d];
+  // Over a symbolic size only indices in bounds for every value of it: -2..1.
+  std::optional<int64_t> known = SymInt(size).maybe_int();
+  KILN_CHECK(known ? a.index >= -*known && a.index < *known : a.index >= -2 && a.index < 2,
              "{}: index {} is out of bounds for dimension {} with size {} (shape {})", op.name,
              a.index, d, size, shape_str(x.sizes));
-  int64_t index = a.index < 0 ? a.index + size : a.index;
-  OutputGeometry g = geometry(x);
+  Size index = a.index < 0 ? size + a.index : Size(a.index);
+  auto g = rules::geometry_of(x);
   g.storage_offset += index * x.strides[d];
   g.sizes.erase(g.sizes.begin() + d);
   g.strides.erase(g.strides.begin() + d);
@@ -335,24 +361,30 @@ std::vector<OutputGeometry> select_shape(const OpDef& op, std::span<const MetaRe
 // Their shape rules run the forward view's rule on a contiguous tensor of input_sizes, which
 // both checks the attributes and gives the geometry of the region the gradient fills.
 
-// A contiguous layout of `sizes` for the forward rule to view.
-struct ContiguousMeta {
-  Shape sizes, strides;
-  explicit ContiguousMeta(const Shape& s) : sizes(s), strides(contiguous_strides(s)) {}
-  MetaRef ref(const MetaRef& like) const { return {sizes, strides, 0, like.dtype, like.device}; }
-};
-
-template <class Attrs>
-OutputGeometry backward_region(const OpDef& op, const MetaRef& grad, const Shape& input_sizes,
-                               const Attrs& forward, ShapeRule forward_rule) {
-  ContiguousMeta full(input_sizes);
-  const MetaRef in = full.ref(grad);
-  OutputGeometry g = std::move(forward_rule(op, std::span<const MetaRef>(&in, 1), &forward)[0]);
+// Templates over the size type (Note [Symbolic sizes]): the attributes' input_sizes are a
+// SymShape, integers at an eager call (Note [Symbolic size attributes]).
+template <class Ref, class Attrs>
+rules::GeometryOf<Ref> backward_region(const OpDef& op, const Ref& grad,
+                                       const rules::SizesOf<Ref>& input_sizes, const Attrs& forward,
+                                       rules::RuleOf<Ref> forward_rule) {
+  using Sizes = rules::SizesOf<Ref>;
+  Sizes strides = contiguous_strides(input_sizes);
+  const Ref in{input_sizes, strides, 0, grad.dtype, grad.device};
+  auto g = std::move(forward_rule(op, std::span<const Ref>(&in, 1), &forward)[0]);
   KILN_CHECK(std::equal(g.sizes.begin(), g.sizes.end(), grad.sizes.begin(), grad.sizes.end()),
              "{}: grad of shape {} does not match the shape {} that the forward op gives for an "
              "input of shape {}",
              op.name, shape_str(grad.sizes), shape_str(g.sizes), shape_str(input_sizes));
   return g;
+}
+
+template <class Ref>
+rules::SizesOf<Ref> input_sizes_of(const OpDef& op, const SymShape& sizes) {
+  if constexpr (std::is_same_v<Ref, MetaRef>) {
+    return expect_ints(sizes, op.name);
+  } else {
+    return sizes;
+  }
 }
 
 SliceAttrs forward_slice(const SliceBackwardAttrs& a) {
@@ -362,18 +394,22 @@ SelectAttrs forward_select(const SelectBackwardAttrs& a) {
   return {a.dim, a.index};
 }
 
-std::vector<OutputGeometry> slice_backward_shape(const OpDef& op, std::span<const MetaRef> in,
-                                                 const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> slice_backward_shape(const OpDef& op, std::span<const Ref> in,
+                                                         const void* attrs) {
   const auto& a = attrs_as<SliceBackwardAttrs>(attrs);
-  backward_region(op, in[0], a.input_sizes, forward_slice(a), slice_shape);
-  return {OutputGeometry{a.input_sizes}};
+  auto sizes = input_sizes_of<Ref>(op, a.input_sizes);
+  backward_region<Ref>(op, in[0], sizes, forward_slice(a), slice_shape<Ref>);
+  return {{std::move(sizes)}};
 }
 
-std::vector<OutputGeometry> select_backward_shape(const OpDef& op, std::span<const MetaRef> in,
-                                                  const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> select_backward_shape(const OpDef& op, std::span<const Ref> in,
+                                                          const void* attrs) {
   const auto& a = attrs_as<SelectBackwardAttrs>(attrs);
-  backward_region(op, in[0], a.input_sizes, forward_select(a), select_shape);
-  return {OutputGeometry{a.input_sizes}};
+  auto sizes = input_sizes_of<Ref>(op, a.input_sizes);
+  backward_region<Ref>(op, in[0], sizes, forward_select(a), select_shape<Ref>);
+  return {{std::move(sizes)}};
 }
 
 // Zero-fills the (fresh, contiguous) output, then copies grad into the region. The region is
@@ -390,17 +426,19 @@ void fill_region(const Tensor& out, const Tensor& grad, const OutputGeometry& g)
 void slice_backward_kernel(const OpDef& op, std::span<const Tensor> outputs,
                            std::span<const Tensor> inputs, const void* attrs) {
   const auto& a = attrs_as<SliceBackwardAttrs>(attrs);
-  fill_region(
-      outputs[0], inputs[0],
-      backward_region(op, MetaRef::of(inputs[0]), a.input_sizes, forward_slice(a), slice_shape));
+  fill_region(outputs[0], inputs[0],
+              backward_region<MetaRef>(op, MetaRef::of(inputs[0]),
+                                       input_sizes_of<MetaRef>(op, a.input_sizes), forward_slice(a),
+                                       slice_shape<MetaRef>));
 }
 
 void select_backward_kernel(const OpDef& op, std::span<const Tensor> outputs,
                             std::span<const Tensor> inputs, const void* attrs) {
   const auto& a = attrs_as<SelectBackwardAttrs>(attrs);
-  fill_region(
-      outputs[0], inputs[0],
-      backward_region(op, MetaRef::of(inputs[0]), a.input_sizes, forward_select(a), select_shape));
+  fill_region(outputs[0], inputs[0],
+              backward_region<MetaRef>(op, MetaRef::of(inputs[0]),
+                                       input_sizes_of<MetaRef>(op, a.input_sizes),
+                                       forward_select(a), select_shape<MetaRef>));
 }
 
 template <class Attrs>
@@ -424,21 +462,24 @@ void register_view_ops(OpTable& table) {
                          squeeze_shape<MetaRef>, squeeze_shape<SymMetaRef>);
   rules::set_shape_rules(def_view<DimAttrs>(table, "unsqueeze", "DimAttrs", nullptr),
                          unsqueeze_shape<MetaRef>, unsqueeze_shape<SymMetaRef>);
-  def_view<SliceAttrs>(table, "slice", "SliceAttrs", slice_shape);
-  def_view<SelectAttrs>(table, "select", "SelectAttrs", select_shape);
+  rules::set_shape_rules(def_view<SliceAttrs>(table, "slice", "SliceAttrs", nullptr),
+                         slice_shape<MetaRef>, slice_shape<SymMetaRef>);
+  rules::set_shape_rules(def_view<SelectAttrs>(table, "select", "SelectAttrs", nullptr),
+                         select_shape<MetaRef>, select_shape<SymMetaRef>);
 
   // The gradients of slice and select (see SliceBackwardAttrs); their derivatives are in
   // runtime/autograd/derivatives/shape_derivatives.cpp.
   constexpr int cpu = static_cast<int>(DispatchKey::CPU);
   OpDef& slice_bw = table.add<SliceBackwardAttrs>("slice_backward", {"grad"},
                                                   kRecomputable | kInternal, "SliceBackwardAttrs");
-  slice_bw.shape = slice_backward_shape;
+  rules::set_shape_rules(slice_bw, slice_backward_shape<MetaRef>, slice_backward_shape<SymMetaRef>);
   slice_bw.dtype = rules::same_dtype;
   slice_bw.compute[cpu] = slice_backward_kernel;
 
   OpDef& select_bw = table.add<SelectBackwardAttrs>(
       "select_backward", {"grad"}, kRecomputable | kInternal, "SelectBackwardAttrs");
-  select_bw.shape = select_backward_shape;
+  rules::set_shape_rules(select_bw, select_backward_shape<MetaRef>,
+                         select_backward_shape<SymMetaRef>);
   select_bw.dtype = rules::same_dtype;
   select_bw.compute[cpu] = select_backward_kernel;
 }

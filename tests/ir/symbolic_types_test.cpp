@@ -10,6 +10,7 @@
 #include "kiln/ir/symbols.h"
 #include "kiln/ir/verifier.h"
 #include "kiln/kiln.h"
+#include "kiln/runtime/kernels/sort_attrs.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
 
@@ -239,6 +240,40 @@ TEST(SymbolicTypes, SymbolicRulesAgreeWithIntegerRules) {
   }
   EXPECT_GT(ops, 50);  // every pointwise op
   EXPECT_GT(checked, 400);
+}
+
+// A bound or an index that holds for every value of a symbol (each is at least 2) keeps it; one
+// that depends on its value is refused (and a trace specializes the symbol).
+TEST(SymbolicTypes, SliceSelectAndTopkHoldOverSymbolsOnlyWhereTheBoundsDoNotDependOnThem) {
+  const OpTable& table = OpTable::instance();
+  SymShape sizes{s0, 3}, strides{3, 1};
+  SymMetaRef x{sizes, strides, 0, kFloat32, kCPU};
+  auto geometry = [&](const char* op, const void* attrs) {
+    const OpDef& def = table.get(op);
+    return def.sym_shape(def, std::span<const SymMetaRef>(&x, 1), attrs).at(0);
+  };
+  SliceAttrs tail{0, 1, INT64_MAX, 1};  // x[1:]
+  SymOutputGeometry g = geometry("slice", &tail);
+  EXPECT_EQ(g.sizes, (SymShape{s0 - 1, 3}));
+  EXPECT_EQ(g.storage_offset, SymInt(3));
+  SliceAttrs all_but_last{0, 0, -1, 2};  // x[:-1:2]
+  g = geometry("slice", &all_but_last);
+  EXPECT_EQ(g.sizes, (SymShape{floordiv(s0 - 2, 2) + 1, 3}));
+  EXPECT_EQ(g.strides, (SymShape{6, 1}));
+  for (SliceAttrs refused :
+       {SliceAttrs{0, 0, 4, 1}, SliceAttrs{0, -3, INT64_MAX, 1}, SliceAttrs{0, 2, -1, 1}}) {
+    EXPECT_THROW(geometry("slice", &refused), Error) << refused.start << ":" << refused.end;
+  }
+  SelectAttrs last{0, -1};
+  g = geometry("select", &last);
+  EXPECT_EQ(g.sizes, (SymShape{3}));
+  EXPECT_EQ(g.storage_offset, (s0 - 1) * 3);
+  SelectAttrs beyond{0, 2};
+  EXPECT_THROW(geometry("select", &beyond), Error);
+  TopkAttrs two{2, 0}, three{3, 0};
+  EXPECT_EQ(table.get("topk").sym_shape(table.get("topk"), std::span(&x, 1), &two)[0].sizes,
+            (SymShape{2, 3}));
+  EXPECT_THROW(geometry("topk", &three), Error);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ KILN_REGISTER_OPINFO(slice_backward_info, [] {
       int64_t step = c.step;
       Shape grad_shape = c.in;
       grad_shape[d] = (end - start + step - 1) / step;
-      kiln::SliceBackwardAttrs attrs{c.in, c.dim, c.start, c.end, c.step};
+      kiln::SliceBackwardAttrs attrs{kiln::to_sym_shape(c.in), c.dim, c.start, c.end, c.step};
       Shape in = c.in;
       add_samples(
           out, fmt::format("d{}_{}_{}_{}", c.dim, c.start, c.end == INT64_MAX ? -1 : c.end, step),
@@ -114,7 +114,7 @@ KILN_REGISTER_OPINFO(select_backward_info, [] {
       int64_t at = index < 0 ? index + in[d] : index;
       Shape grad_shape = in;
       grad_shape.erase(grad_shape.begin() + static_cast<int64_t>(d));
-      kiln::SelectBackwardAttrs attrs{in, dim, index};
+      kiln::SelectBackwardAttrs attrs{kiln::to_sym_shape(in), dim, index};
       Shape sizes = in;
       add_samples(
           out, fmt::format("d{}_i{}", dim, index), grad_shape,

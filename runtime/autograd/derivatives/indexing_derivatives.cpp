@@ -65,7 +65,7 @@ std::vector<Tensor> scatter_add_backward(const GradArgs& args) {
       if (padded[d] == src_sizes[d]) continue;
       padded[d] = src_sizes[d];
       src_grad = call_op1(KILN_OP("slice_backward"), {src_grad},
-                          SliceBackwardAttrs{padded, static_cast<int64_t>(d), 0,
+                          SliceBackwardAttrs{to_sym_shape(padded), static_cast<int64_t>(d), 0,
                                              index.size(static_cast<int64_t>(d)), 1});
     }
     out[2] = src_grad;

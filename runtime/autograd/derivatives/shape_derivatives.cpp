@@ -50,14 +50,14 @@ std::vector<Tensor> slice_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
   const auto& a = args.attrs_as<SliceAttrs>();
   return {call_op1(KILN_OP("slice_backward"), {args.grad()},
-                   SliceBackwardAttrs{args.input_sizes(0), a.dim, a.start, a.end, a.step})};
+                   SliceBackwardAttrs{args.input_sym_sizes(0), a.dim, a.start, a.end, a.step})};
 }
 
 std::vector<Tensor> select_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
   const auto& a = args.attrs_as<SelectAttrs>();
   return {call_op1(KILN_OP("select_backward"), {args.grad()},
-                   SelectBackwardAttrs{args.input_sizes(0), a.dim, a.index})};
+                   SelectBackwardAttrs{args.input_sym_sizes(0), a.dim, a.index})};
 }
 
 // slice_backward is linear in its input: its adjoint picks the same region out again.
