@@ -37,7 +37,8 @@ ir::Value* GraphTracer::add_node(const OpDef& op, std::span<ir::Value* const> in
 //   add_(self, other)       -> add(self, other)             (likewise every op "X_" whose twin
 //   add_scalar_(self)       -> add_scalar(self)              "X" takes the same inputs and the
 //   relu_, clamp_, masked_fill_, ...                         same attribute struct)
-//   fill_(self) {value}     -> full {size, value, dtype, device of self}
+//   fill_(self) {value}     -> full {size, value, dtype, device of self}, self's size over
+//                              the trace's symbols in a symbolic trace
 //   copy_(self, src)        -> convert(src) to self's dtype when it differs, expand to self's
 //                              shape when it differs, and clone unless a convert already made
 //                              a new dense tensor
@@ -50,9 +51,12 @@ ir::Value* GraphTracer::functionalize(const OpDef& op, std::span<const Tensor> i
   const Tensor& self = inputs[0];
   const bool rg = self.requires_grad();
   OpTable& table = OpTable::instance();
+  // Self's sizes over the trace's symbols (Note [Symbolic tracing]): full and expand take them
+  // as size attributes, so the new value keeps them.
+  SymShape self_sizes = resolved(values[0]->type().symbolic_sizes());
   if (op.name == "fill_") {
-    FullAttrs full{to_sym_shape(self.sizes()), static_cast<const FillAttrs*>(attrs)->value,
-                   self.dtype(), self.device()};
+    FullAttrs full{self_sizes, static_cast<const FillAttrs*>(attrs)->value, self.dtype(),
+                   self.device()};
     return add_node(table.get("full"), {}, &full,
                     dense_type(self.dtype(), self.device(), self.sizes(), rg), site);
   }
@@ -68,8 +72,8 @@ ir::Value* GraphTracer::functionalize(const OpDef& op, std::span<const Tensor> i
                    site);
       dense = true;
     }
-    if (v->type().sizes != self.sizes()) {
-      SizeAttrs size{to_sym_shape(self.sizes())};
+    if (v->type().sizes != self.sizes() || resolved(v->type().symbolic_sizes()) != self_sizes) {
+      SizeAttrs size{self_sizes};
       ir::Value* in[] = {v};
       // expand's strides: 0 for the broadcast dims, the input's own for the rest.
       Shape in_strides = v->type().effective_strides();

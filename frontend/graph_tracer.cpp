@@ -278,13 +278,6 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   if (op.has(kInPlace)) {
     snapshot_lifted_on(inputs[0]);  // Note [Lifted tensors]
     view_write = begin_view_write(inputs[0]);
-    // Note [Symbolic tracing]: fill_ and copy_ take self's sizes as read, and a write through
-    // a view builds its base's new value from sizes read off the tensors.
-    if (symbolic() && (view_write || op.name == "fill_" || op.name == "copy_")) {
-      std::string why = fmt::format("{} at {}", op.name, where(site));
-      specialize_all(values, why);
-      if (view_write) specialize(view_write->base_before->type(), why);
-    }
   }
   {
     ExcludeDispatchKeysGuard below(DispatchKey::Tracer);
@@ -293,6 +286,9 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   if (op.has(kInPlace)) {
     set_value(inputs[0], functionalize(op, inputs, attrs, values, site));
     if (view_write) finish_view_write(*view_write, inputs[0]);
+    // Autograd rebased self (and a written view's base) while the op ran, before their new
+    // Values existed: their metadata takes the sizes over symbols now.
+    add_saved_symbolic_sizes(outputs);
     return outputs;
   }
   std::vector<ir::TensorType> types;

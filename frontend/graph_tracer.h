@@ -52,8 +52,8 @@ class GraphTracer final : public TracingState {
   //   count): the op's inputs' symbols;
   // - the traced code reads a size as an integer (Note [Size reads while tracing]): the
   //   symbols of that size;
-  // - an opaque fallback, fill_ or copy_ into a symbolic tensor, or an in-place write through
-  //   a view: the symbols of the tensors involved (their sizes are read, not derived);
+  // - an opaque fallback: the symbols of its inputs and outputs (their sizes are read, not
+  //   derived);
   // - autograd runs a backward pass: every symbol, because autograd saves integer sizes.
   // finish_symbols() then writes the graph with the specialized symbols replaced. A symbol
   // that survives was never read, so the graph computes the same at any value of it.
@@ -169,6 +169,7 @@ class GraphTracer final : public TracingState {
   std::vector<SymInt> replacement(std::optional<int64_t> also = std::nullopt) const;
   // `sizes` with the specialized symbols replaced by their hints.
   SymShape resolved(const SymShape& sizes) const;
+  bool same_addressing(const SymShape& strides, const ir::TensorType& eager) const;
   bool is_fixed(int64_t symbol) const { return !why_[static_cast<size_t>(symbol)].empty(); }
   // Specializes `symbol` for `why` (non-empty), unless it already is.
   void fix(int64_t symbol, std::string why);

@@ -23,6 +23,21 @@ std::string first_line(const char* text) {
 
 }  // namespace
 
+// A view's strides over symbols at the hints against eager's, at the dims that address memory:
+// a dim of size 1 never multiplies its stride, a tensor with a dim of size 0 has no elements,
+// and eager's choice there (which depends on how the view was made) would otherwise refuse a
+// rule that is right.
+bool GraphTracer::same_addressing(const SymShape& strides, const ir::TensorType& eager) const {
+  std::vector<int64_t> at_hints = ir::evaluate_sizes(strides, hints_);
+  Shape want = eager.effective_strides();
+  if (at_hints.size() != want.size()) return false;
+  // An empty tensor addresses nothing.
+  if (std::find(eager.sizes.begin(), eager.sizes.end(), 0) != eager.sizes.end()) return true;
+  for (size_t d = 0; d < want.size(); ++d)
+    if (eager.sizes[d] > 1 && at_hints[d] != want[d]) return false;
+  return true;
+}
+
 std::vector<SymInt> GraphTracer::replacement(std::optional<int64_t> also) const {
   std::vector<SymInt> out;
   out.reserve(hints_.size());
@@ -135,8 +150,7 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
       bool same = g.sizes.size() == types[i].sizes.size() &&
                   ir::evaluate_sizes(g.sizes, hints_) == types[i].sizes &&
                   g.storage_offset.maybe_int();
-      if (same && view)
-        same = ir::evaluate_sizes(g.strides, hints_) == types[i].effective_strides();
+      if (same && view) same = same_addressing(g.strides, types[i]);
       if (!same) {
         *why = fmt::format(
             "computed other sizes over symbols than eager did (output {}: {} strided {} over "
@@ -161,7 +175,13 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
     SymOutputGeometry& g = (*geoms)[i];
     if (is_static(g.sizes) && (!view || is_static(g.strides))) continue;
     types[i].sym_sizes = std::move(g.sizes);
-    if (view && !ir::symbolic_strides_are_contiguous(types[i].sym_sizes, g.strides)) {
+    if (!view) continue;
+    if (ir::symbolic_strides_are_contiguous(types[i].sym_sizes, g.strides)) {
+      // Eager's strides may differ at dims of size 0 or 1 (same_addressing), where they mean
+      // nothing: the type says contiguous, as the rule does.
+      types[i].strides.clear();
+      types[i].sym_strides.clear();
+    } else {
       types[i].sym_strides = g.strides;
       types[i].strides = ir::evaluate_sizes(g.strides, hints_);
     }

@@ -39,6 +39,7 @@ void GraphTracer::finish_view_write(const ViewWrite& write, const Tensor& self) 
   set_value(before, write.base_before);
   Tensor merged = autograd::merge_into_base(write.chain.steps, self, before);
   set_value(base, value_of(merged));
+  add_saved_symbolic_sizes(std::span<const Tensor>(&base, 1));
 }
 
 ir::Value* GraphTracer::replay_view(const Tensor& t) {

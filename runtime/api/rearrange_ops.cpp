@@ -13,13 +13,22 @@ namespace kiln {
 
 namespace {
 
+// 0, 1, ..., n - 1 as int64 on `device`: arange for an integer n; over a symbolic n (a
+// symbolic trace, Note [Symbolic tracing]) the running sum of n ones, whose shape rule holds
+// over symbols where arange's integer end would specialize n.
+Tensor index_range(const SymInt& n, Device device) {
+  TensorOptions idx = TensorOptions(kInt64).device(device);
+  if (n.maybe_int()) return arange(*n.maybe_int(), idx);
+  return sub(full_symint({n}, 1, idx).cumsum(0), 1);
+}
+
 // The mask is built from two aranges on x's device, so that under compile it fuses with the
 // select instead of being a constant of the traced shape.
 Tensor triangle(const char* name, const Tensor& x, int64_t diagonal, bool lower) {
   KILN_CHECK(x.dim() >= 2, "{}: input tensor must have at least 2 dimensions, but got shape {}",
              name, shape_str(x.sizes()));
-  TensorOptions idx = TensorOptions(kInt64).device(x.device());
-  Tensor col_minus_row = sub(arange(x.size(-1), idx), arange(x.size(-2), idx).unsqueeze(1));
+  Tensor col_minus_row = sub(index_range(x.sym_size(-1), x.device()),
+                             index_range(x.sym_size(-2), x.device()).unsqueeze(1));
   Tensor keep = lower ? le(col_minus_row, diagonal) : ge(col_minus_row, diagonal);
   // false is the zero of every dtype and, being of the lowest category, keeps x's dtype.
   return where(keep, x, Scalar(false));
@@ -49,8 +58,17 @@ Tensor flip(const Tensor& x, Shape dims, std::source_location loc) {
                fmt::join(dims, ", "), shape_str(x.sizes()));
     seen[static_cast<size_t>(w)] = true;
     if (x.dim() == 0) continue;
-    int64_t n = x.size(w);
-    out = index_select(out, w, arange(n - 1, -1, -1, TensorOptions(kInt64).device(x.device())));
+    SymInt n = x.sym_size(w);
+    TensorOptions idx = TensorOptions(kInt64).device(x.device());
+    Tensor reversed;
+    if (n.maybe_int()) {
+      reversed = arange(*n.maybe_int() - 1, -1, -1, idx);
+    } else {
+      // n - 1 - i over a symbolic n (index_range): the count of ones minus their running sum.
+      Tensor ones = full_symint({n}, 1, idx);
+      reversed = sub(ones.sum(), ones.cumsum(0));
+    }
+    out = index_select(out, w, reversed);
   }
   // torch.flip always returns a new tensor, also when nothing was reversed.
   return out.is_same(x) ? x.clone() : out;
@@ -90,18 +108,18 @@ Tensor repeat(const Tensor& x, Shape sizes, std::source_location loc) {
   size_t lead = sizes.size() - static_cast<size_t>(x.dim());
   // [s0, s1] repeated [r0, r1] is x viewed as [1, s0, 1, s1], expanded to [r0, s0, r1, s1]
   // and merged pairwise: one copy, and expand's backward sums the tiles.
-  Shape interleaved, expanded, out_shape;
+  SymShape interleaved, expanded, out_shape;
   for (size_t i = 0; i < sizes.size(); ++i) {
     KILN_CHECK(sizes[i] >= 0, "repeat: Trying to create tensor with negative dimension {}: [{}]",
                sizes[i], fmt::join(sizes, ", "));
-    int64_t s = i < lead ? 1 : x.size(static_cast<int64_t>(i - lead));
+    SymInt s = i < lead ? SymInt(1) : x.sym_size(static_cast<int64_t>(i - lead));
     interleaved.insert(interleaved.end(), {1, s});
     expanded.insert(expanded.end(), {sizes[i], s});
     out_shape.push_back(sizes[i] * s);
   }
   // clone, not reshape: the result must never share x's storage (reshape of an expanded size-1
   // dim can be a view).
-  return x.reshape(interleaved).expand(expanded).clone().view(out_shape);
+  return x.reshape_symint(interleaved).expand_symint(expanded).clone().view_symint(out_shape);
 }
 
 }  // namespace kiln

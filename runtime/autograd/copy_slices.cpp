@@ -26,7 +26,8 @@ Tensor view_chain_adjoint(const std::vector<ViewStep>& steps, Tensor x) {
 
 Tensor merge_into_base(const std::vector<ViewStep>& steps, const Tensor& view_value,
                        const Tensor& base_value) {
-  Tensor inside = ones(view_value.sizes(), base_value.options());
+  // sym_sizes: a symbolic trace keeps the view's sizes over its symbols (Note [Symbolic tracing]).
+  Tensor inside = full_symint(view_value.sym_sizes(), 1, base_value.options());
   Tensor mask = ne(view_chain_adjoint(steps, inside), 0.0);
   return where(mask, view_chain_adjoint(steps, view_value.to(base_value.dtype())), base_value);
 }

@@ -153,12 +153,13 @@ TEST(SymbolicTrace, SymSizeReadsDoNotSpecialize) {
 
 TEST(SymbolicTrace, AnOpWithoutARuleOverSymbolsSpecializesItsInputs) {
   kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
-    return std::vector<Tensor>{x[0].cumsum(1).exp(), x[1].exp()};
+    Tensor w = kiln::ones({2, 4, 1});
+    return std::vector<Tensor>{kiln::conv1d(x[0].unsqueeze(0), w).exp(), x[1].exp()};
   };
   TracedFunction f = trace_dynamic(fn, {input({4, 3}, 1), input({5}, 2)});
   kiln::ir::verify(f.graph());
   ASSERT_FALSE(f.specializations().empty());
-  EXPECT_TRUE(mentions(f.specializations(), "cumsum at")) << f.specializations().front();
+  EXPECT_TRUE(mentions(f.specializations(), "convolution at")) << f.specializations().front();
   // x1's dim has its own symbol, which view did not touch: it stays symbolic.
   EXPECT_EQ(f.graph().input(1)->type().str(), "f32[s0]");
   expect_eager_at(f, fn, {input({4, 3}, 3), input({9}, 4)});
@@ -246,12 +247,34 @@ TEST(SymbolicTrace, TheBackwardIsTracedOverTheSymbols) {
   expect_eager_at(f, fn, {input({2, 9}, 5), input({9}, 6)});
 }
 
-// A formula that uses saved sizes as integers (var's divisor) specializes their symbols, so the
-// graph is right at the sizes it serves and refuses the others.
+// fill_, copy_ and in-place ops through views (a column, a transpose) record their functional
+// forms with the sizes over symbols (Note [Functionalized in-place ops]), so nothing
+// specializes, and the graph computes what eager does at other sizes.
+TEST(SymbolicTrace, InPlaceWritesKeepTheirSymbols) {
+  kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
+    Tensor t = x[0].clone();
+    t.select(1, 0).mul_(2);
+    t.transpose(0, 1).add_(x[1].unsqueeze(0));
+    Tensor u = kiln::full_symint(x[0].sym_sizes(), 0.0);
+    u.copy_(x[1].unsqueeze(1));
+    u.slice(1, 1, INT64_MAX).fill_(7);
+    return std::vector<Tensor>{t, u};
+  };
+  TracedFunction f = trace_dynamic(fn, {input({6, 4}, 1), input({6}, 2)});
+  kiln::ir::verify(f.graph());
+  EXPECT_TRUE(f.specializations().empty()) << f.specializations().front();
+  EXPECT_EQ(f.graph().input(0)->type().str(), "f32[s0, s1]");
+  expect_eager_at(f, fn, {input({3, 9}, 3), input({3}, 4)});
+  expect_eager_at(f, fn, {input({11, 2}, 5), input({11}, 6)});
+}
+
+// A formula that uses saved sizes as integers (max over a dim scatters into zeros of the
+// input's sizes) specializes their symbols, so the graph is right at the sizes it serves and
+// refuses the others.
 TEST(SymbolicTrace, ABackwardFormulaReadingSavedSizesSpecializesThem) {
   kiln::TraceFn fn = [](const std::vector<Tensor>& x) {
     Tensor w = x[0].detach().requires_grad_();
-    return kiln::autograd::grad({w.var({0}).sum()}, {w});
+    return kiln::autograd::grad({std::get<0>(kiln::max(w, 0)).sum()}, {w});
   };
   TracedFunction f = trace_dynamic(fn, {input({6, 3}, 1)});
   kiln::ir::verify(f.graph());

@@ -396,21 +396,24 @@ RefTensor ref_zip3(const RefTensor& a, const RefTensor& b, const RefTensor& c,
   return out;
 }
 
+// Built from sym_sizes() and views whose rules hold over symbols, so that a sample traced with
+// dynamic=True keeps its dims symbolic (the strided layout selects every other element of a
+// last dim of pairs instead of slicing a doubled one).
 kiln::Tensor copy_with_layout(const kiln::Tensor& t, Layout layout) {
-  kiln::Shape sizes = t.sizes();
+  kiln::SymShape sizes = t.sym_sizes();
   auto nd = static_cast<int64_t>(sizes.size());
   kiln::TensorOptions opts = kiln::TensorOptions().dtype(t.dtype()).device(t.device());
   kiln::Tensor out;
   if (layout == Layout::Transposed && nd >= 2) {
-    kiln::Shape swapped = sizes;
+    kiln::SymShape swapped = sizes;
     std::swap(swapped[nd - 1], swapped[nd - 2]);
-    out = kiln::zeros(swapped, opts).transpose(nd - 2, nd - 1);
+    out = kiln::full_symint(swapped, 0, opts).transpose(nd - 2, nd - 1);
   } else if (layout == Layout::Strided && nd >= 1) {
-    kiln::Shape wide = sizes;
-    wide.back() *= 2;
-    out = kiln::zeros(wide, opts).slice(nd - 1, 0, wide.back(), 2);
+    kiln::SymShape pairs = sizes;
+    pairs.push_back(2);
+    out = kiln::full_symint(pairs, 0, opts).select(nd, 0);
   } else {
-    out = kiln::zeros(sizes, opts);
+    out = kiln::full_symint(sizes, 0, opts);
   }
   out.copy_(t);
   return out;

@@ -151,9 +151,19 @@ std::vector<Tensor> var_backward(const GradArgs& args) {
   const auto& a = args.attrs_as<VarAttrs>();
   Reduced r = reduced_grad(args, a.dims, a.keepdim);
   const Tensor& x = args.inputs[0];
+  Tensor deviation = r.grad * (x - mean(x, r.dims, /*keepdim=*/true));
+  SymShape sizes = args.input_sym_sizes(0);
+  // Over symbols (Note [Symbolic saved sizes]) the count is a tensor, converted to x's dtype:
+  // float32 and float64 hold it exactly, and 2 / denom rounds once, as the scalar does.
+  // Narrower dtypes would round the count, so they read the sizes and specialize.
+  if (!is_static(sizes) && (x.dtype() == kFloat32 || x.dtype() == kFloat64)) {
+    Tensor denom = (symbolic_count(sizes, r.dims).to(x.dtype()) - a.correction)
+                       .clamp(Scalar(0.0), std::nullopt);
+    return {deviation * (2.0 / denom)};
+  }
   double n = static_cast<double>(reduced_numel(args.input_sizes(0), r.dims));
   double denom = std::max(0.0, n - a.correction);
-  return {r.grad * (x - mean(x, r.dims, /*keepdim=*/true)) * (2.0 / denom)};
+  return {deviation * (2.0 / denom)};
 }
 
 // max/min over a dim: the gradient goes to the position the indices output names (the first
