@@ -81,6 +81,7 @@ class GraphTracer final : public TracingState {
   std::vector<std::string> specializations() const;
   void on_size_read(const Tensor& t, int64_t dim) override;
   std::optional<SymShape> symbolic_sizes(const Tensor& t) override;
+  SymShape resolve_symbols(const SymShape& sizes) override { return resolved(sizes); }
   void on_sym_sizes_read(std::span<const SymInt> sizes, std::string_view what) override;
   int64_t symbolic_size_value(const SymInt& s) override;
   // Note [Symbolic saved sizes]: autograd recorded the outputs' metadata before the tracer knew

@@ -46,6 +46,8 @@ void report_sym_sizes_read(std::span<const SymInt> sizes);
 // `t`'s sizes over the current symbolic trace's symbols, or empty when it holds none for `t`
 // (asked even while the Tracer key is excluded: autograd saves them below it).
 SymShape traced_symbolic_sizes(const Tensor& t);
+// `sizes` as the active trace has them now (TracingState::resolve_symbols).
+SymShape resolve_traced_symbols(const SymShape& sizes);
 inline void observe_size_read(const Tensor& t) {
   if (g_symbolic_traces.load(std::memory_order_relaxed) != 0) report_size_read(t);
 }

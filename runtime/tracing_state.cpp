@@ -107,6 +107,9 @@ int64_t read_sym_int(const SymInt& s, std::string_view what) {
   t_state->on_sym_sizes_read(std::span(&s, 1), what);
   return t_state->symbolic_size_value(s);
 }
+SymShape resolve_traced_symbols(const SymShape& sizes) {
+  return t_state == nullptr ? sizes : t_state->resolve_symbols(sizes);
+}
 SymShape traced_symbolic_sizes(const Tensor& t) {
   if (t_state == nullptr || !t.defined()) return {};
   std::optional<SymShape> sizes = t_state->symbolic_sizes(t);

@@ -71,6 +71,9 @@ class TracingState {
   virtual void on_sym_sizes_read(std::span<const SymInt> sizes, std::string_view what);
   // The value of `s` at the traced sizes; the default expects an integer.
   virtual int64_t symbolic_size_value(const SymInt& s);
+  // `sizes` with the symbols the recorder has specialized since they were recorded replaced by
+  // their values (sizes saved earlier in the trace); the default returns them as they are.
+  virtual SymShape resolve_symbols(const SymShape& sizes) { return sizes; }
 
   // Whether a custom Function that is not traceable should be recorded as one opaque forward
   // step (prim.fallback calling the Function eagerly, with autograd) instead of being traced

@@ -36,11 +36,12 @@ struct InputMetadata {
     if (!sym_sizes.empty()) kiln::detail::report_sym_sizes_read(sym_sizes);
     return sizes;
   }
-  // The sizes as the symbolic trace sees them: `sym_sizes` while a symbolic trace records,
-  // else the integers.
+  // The sizes as the symbolic trace sees them: `sym_sizes` while a symbolic trace records (with
+  // the symbols it specialized since they were saved replaced by their values), else the
+  // integers.
   SymShape symbolic_sizes() const {
     if (!sym_sizes.empty() && kiln::detail::g_symbolic_traces.load(std::memory_order_relaxed) != 0)
-      return sym_sizes;
+      return kiln::detail::resolve_traced_symbols(sym_sizes);
     return to_sym_shape(sizes);
   }
 };

@@ -174,6 +174,27 @@ TEST(DynamicCompile, SizesZeroAndOneGetTheirOwnPlans) {
   EXPECT_EQ(f.stats().compiles, 2);  // [s0, ...] and the batch of 1
 }
 
+// layer_norm's integer normalized_shape specializes the last dim after the forward saved its
+// sizes over both symbols; the backward compares those saved sizes with the specialization
+// applied (TracingState::resolve_symbols), so the batch dim stays symbolic through it.
+TEST(DynamicCompile, ASymbolSpecializedAfterItsSizesWereSavedKeepsTheOthers) {
+  kiln::manual_seed(8);
+  Fn fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{kiln::layer_norm(in[0], {16}) * in[0]};
+  };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (int64_t b : {8, 5, 12}) {
+    Tensor x = kiln::randn({b, 16});
+    Tensor xc = x.detach().requires_grad_(), xe = x.detach().requires_grad_();
+    Tensor yc = f({xc})[0], ye = fn({xe})[0];
+    Tensor g = kiln::randn({b, 16});
+    expect_all_close({yc, kiln::autograd::grad({yc}, {xc}, {g})[0]},
+                     {ye, kiln::autograd::grad({ye}, {xe}, {g})[0]}, kReductionTol);
+  }
+  EXPECT_EQ(f.stats().compiles, 1) << f.dump();
+  EXPECT_NE(f.dump().find("input 0 dim 0: symbolic"), std::string::npos) << f.dump();
+}
+
 #if KILN_WITH_LLVM
 // The kernels of a symbolic plan are keyed by their kernel IR, which no size is part of: a
 // second function traced at other sizes generates no code.

@@ -75,11 +75,13 @@ std::vector<Tensor> sum_backward(const GradArgs& args) {
 // The number of elements each output element of a mean averages, as a 0-dim int64 tensor when
 // it is symbolic (Note [Symbolic saved sizes]): the sum of ones over the reduced dims, so the
 // traced graph computes it at every size. Summing int64 ones is exact at any count.
-Tensor symbolic_count(const SymShape& sizes, const Shape& reduced) {
+// On the gradient's device: a count on another device would not divide it.
+Tensor symbolic_count(const SymShape& sizes, const Shape& reduced, Device device) {
   SymShape counted;
   for (int64_t d : reduced)
     counted.push_back(sizes[static_cast<size_t>(d)]);
-  return sum(ones({}, TensorOptions().dtype(kInt64)).expand_symint(std::move(counted)));
+  return sum(
+      ones({}, TensorOptions().dtype(kInt64).device(device)).expand_symint(std::move(counted)));
 }
 
 std::vector<Tensor> mean_backward(const GradArgs& args) {
@@ -93,7 +95,7 @@ std::vector<Tensor> mean_backward(const GradArgs& args) {
   }
   // The same division with the count as a tensor: a float divided by an int64 count converts
   // the count to the float's dtype, as the scalar does.
-  return {div(r.grad, symbolic_count(sizes, r.dims)).expand_symint(sizes)};
+  return {div(r.grad, symbolic_count(sizes, r.dims, r.grad.device())).expand_symint(sizes)};
 }
 
 // d prod / d x_i is the product of the other elements of x_i's group, P_i. prod / x_i is
@@ -157,7 +159,7 @@ std::vector<Tensor> var_backward(const GradArgs& args) {
   // float32 and float64 hold it exactly, and 2 / denom rounds once, as the scalar does.
   // Narrower dtypes would round the count, so they read the sizes and specialize.
   if (!is_static(sizes) && (x.dtype() == kFloat32 || x.dtype() == kFloat64)) {
-    Tensor denom = (symbolic_count(sizes, r.dims).to(x.dtype()) - a.correction)
+    Tensor denom = (symbolic_count(sizes, r.dims, x.device()).to(x.dtype()) - a.correction)
                        .clamp(Scalar(0.0), std::nullopt);
     return {deviation * (2.0 / denom)};
   }
