@@ -166,8 +166,8 @@ class GraphTracer final : public TracingState {
   ir::Value* add_node(const OpDef& op, std::span<ir::Value* const> inputs, const void* attrs,
                       ir::TensorType type, const std::string& site);
 
-  // Note [Symbolic tracing]: s<k> -> its hint where specialized (and for k == `also`), else s<k>.
-  std::vector<SymInt> replacement(std::optional<int64_t> also = std::nullopt) const;
+  // Note [Symbolic tracing]: s<k> -> its hint where specialized (and for k in `also`), else s<k>.
+  std::vector<SymInt> replacement(std::span<const int64_t> also = {}) const;
   // `sizes` with the specialized symbols replaced by their hints.
   SymShape resolved(const SymShape& sizes) const;
   bool same_addressing(const SymShape& strides, const ir::TensorType& eager) const;

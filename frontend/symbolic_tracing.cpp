@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 
 #include "kiln/base/error.h"
 #include "kiln/frontend/graph_tracer.h"
@@ -38,12 +39,13 @@ bool GraphTracer::same_addressing(const SymShape& strides, const ir::TensorType&
   return true;
 }
 
-std::vector<SymInt> GraphTracer::replacement(std::optional<int64_t> also) const {
+std::vector<SymInt> GraphTracer::replacement(std::span<const int64_t> also) const {
   std::vector<SymInt> out;
   out.reserve(hints_.size());
   for (size_t k = 0; k < hints_.size(); ++k) {
     auto id = static_cast<int64_t>(k);
-    out.push_back(is_fixed(id) || also == id ? SymInt(hints_[k]) : SymInt::symbol(id));
+    bool fixed = is_fixed(id) || std::find(also.begin(), also.end(), id) != also.end();
+    out.push_back(fixed ? SymInt(hints_[k]) : SymInt::symbol(id));
   }
   return out;
 }
@@ -114,15 +116,15 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   // How far a random op advances the generator depends on how many values it draws.
   if (op.has(kRandom)) return refuse("draws as many random numbers as its sizes say");
   const bool view = op.has(kView);
-  // The rule over symbols, with symbol `also` (if any) replaced by its hint; nullopt, with
+  // The rule over symbols, with the symbols `also` replaced by their hints; nullopt, with
   // `why`, when it refuses or disagrees with eager at the traced sizes (a disagreement would be
   // a bug in a rule, and specializing keeps the graph right anyway).
-  auto attempt = [&](std::optional<int64_t> also,
+  auto attempt = [&](std::span<const int64_t> also,
                      std::string* why) -> std::optional<std::vector<SymOutputGeometry>> {
     std::vector<SymShape> in_sizes = sizes, in_strides = strides;
     const void* rule_attrs = sym_attrs ? sym_attrs->get() : attrs;
     std::optional<ir::OpAttrs> attrs_also;
-    if (also) {
+    if (!also.empty()) {
       std::vector<SymInt> r = replacement(also);
       for (std::vector<SymShape>* list : {&in_sizes, &in_strides})
         for (SymShape& shape : *list)
@@ -162,13 +164,25 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
     return geoms;
   };
   std::string why;
-  std::optional<std::vector<SymOutputGeometry>> geoms = attempt(std::nullopt, &why);
+  std::optional<std::vector<SymOutputGeometry>> geoms = attempt({}, &why);
   // A rule may refuse because of one symbol only (layer_norm's integer normalized_shape against
-  // a symbolic last dim): specializing that one keeps the others, such as the batch dim.
+  // a symbolic last dim): specializing that one keeps the others, such as the batch dim. Or it
+  // may accept one symbol only (convolution's batch dim): specializing all the others keeps it.
+  // Symbols come in the order the inputs mention them, so the batch dim is tried first.
+  std::string reason = fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why);
   for (size_t k = 0; !geoms && symbols.size() > 1 && k < symbols.size(); ++k) {
     std::string ignored;
-    geoms = attempt(symbols[k], &ignored);
-    if (geoms) fix(symbols[k], fmt::format("{} at {} {}", op.name, site.empty() ? "?" : site, why));
+    geoms = attempt(std::span(&symbols[k], 1), &ignored);
+    if (geoms) fix(symbols[k], reason);
+  }
+  for (size_t k = 0; !geoms && symbols.size() > 2 && k < symbols.size(); ++k) {
+    std::vector<int64_t> others = symbols;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(k));
+    std::string ignored;
+    geoms = attempt(others, &ignored);
+    if (geoms)
+      for (int64_t id : others)
+        fix(id, reason);
   }
   if (!geoms) return refuse(why);
   for (size_t i = 0; i < geoms->size(); ++i) {

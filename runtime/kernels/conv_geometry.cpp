@@ -137,6 +137,70 @@ std::vector<OutputGeometry> convolution_shape(const OpDef& op, std::span<const M
   return {OutputGeometry{g.output_sizes()}};
 }
 
+namespace {
+
+// Note [Convolution over symbols]: the window arithmetic (floor divisions of the spatial sizes)
+// stays integer; only the batch dim may be a symbol, the common case of a model that sees
+// batches of any size. The integer geometry is checked with the batch at a symbol's least
+// value, 2 (Note [Symbolic sizes]), which the checks never depend on.
+Shape batch_free(const OpDef& op, std::span<const SymInt> sizes, const char* what) {
+  Shape out;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (d == 0 && sizes[d].is_symbolic()) {
+      out.push_back(2);
+      continue;
+    }
+    KILN_CHECK(!sizes[d].is_symbolic(),
+               "{}: only the batch dim of {} may be symbolic, got {} (the window arithmetic of "
+               "the other dims is not written over symbols)",
+               op.name, what, sym_shape_str(sizes));
+    out.push_back(*sizes[d].maybe_int());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SymOutputGeometry> convolution_sym_shape(const OpDef& op,
+                                                     std::span<const SymMetaRef> in,
+                                                     const void* attrs) {
+  KILN_CHECK(in.size() == 2 || in.size() == 3,
+             "{}: expected (input, weight) or (input, weight, bias), got {} tensors", op.name,
+             in.size());
+  Shape input = batch_free(op, in[0].sizes, "the input");
+  Shape weight = expect_ints(in[1].sizes, op.name), bias;
+  if (in.size() == 3) bias = expect_ints(in[2].sizes, op.name);
+  ShapeRef bias_ref = bias;
+  ConvGeometry g = conv_geometry(op, input, weight, in.size() == 3 ? &bias_ref : nullptr,
+                                 attrs_as<ConvAttrs>(attrs));
+  SymShape out = to_sym_shape(g.output_sizes());
+  out[0] = in[0].sizes[0];
+  return {{std::move(out)}};
+}
+
+std::vector<SymOutputGeometry> convolution_backward_sym_shape(const OpDef& op,
+                                                              std::span<const SymMetaRef> in,
+                                                              const void* attrs) {
+  const auto& a = attrs_as<ConvBackwardAttrs>(attrs);
+  KILN_CHECK(in.size() == 3, "{}: expected (grad_output, input, weight), got {} tensors", op.name,
+             in.size());
+  KILN_CHECK(a.output_mask.size() == 3, "{}: expected output_mask of 3 values, got {}", op.name,
+             shape_str(a.output_mask));
+  ConvGeometry g = conv_geometry(op, batch_free(op, in[1].sizes, "the input"),
+                                 expect_ints(in[2].sizes, op.name), nullptr, a.conv);
+  SymShape expected = to_sym_shape(g.output_sizes());
+  expected[0] = in[1].sizes[0];
+  KILN_CHECK(SymShape(in[0].sizes.begin(), in[0].sizes.end()) == expected,
+             "{}: expected grad_output of size {} (input {}, weight {}), got {}", op.name,
+             sym_shape_str(expected), sym_shape_str(in[1].sizes), sym_shape_str(in[2].sizes),
+             sym_shape_str(in[0].sizes));
+  std::vector<SymOutputGeometry> out;
+  if (a.output_mask[0] != 0) out.push_back({SymShape(in[1].sizes.begin(), in[1].sizes.end())});
+  if (a.output_mask[1] != 0) out.push_back({SymShape(in[2].sizes.begin(), in[2].sizes.end())});
+  if (a.output_mask[2] != 0) out.push_back({SymShape{g.out_channels}});
+  return out;
+}
+
 DType convolution_dtype(const OpDef& op, std::span<const MetaRef> in, const void*, size_t) {
   KILN_CHECK(in[0].dtype == in[1].dtype,
              "{}: Input type ({}) and weight type ({}) should be the same", op.name, in[0].dtype,

@@ -60,6 +60,13 @@ ConvBackwardOutputs conv_backward_outputs(const ConvBackwardAttrs& a,
 std::vector<OutputGeometry> convolution_shape(const OpDef& op, std::span<const MetaRef> in,
                                               const void* attrs);
 DType convolution_dtype(const OpDef& op, std::span<const MetaRef> in, const void* attrs, size_t);
+// The same over symbols, for a symbolic batch dim (Note [Convolution over symbols]).
+std::vector<SymOutputGeometry> convolution_sym_shape(const OpDef& op,
+                                                     std::span<const SymMetaRef> in,
+                                                     const void* attrs);
+std::vector<SymOutputGeometry> convolution_backward_sym_shape(const OpDef& op,
+                                                              std::span<const SymMetaRef> in,
+                                                              const void* attrs);
 // convolution_backward's rules: (grad_output, input, weight) -> the masked-in gradients.
 std::vector<OutputGeometry> convolution_backward_shape(const OpDef& op, std::span<const MetaRef> in,
                                                        const void* attrs);

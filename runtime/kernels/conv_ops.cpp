@@ -59,6 +59,7 @@ void register_conv_ops(OpTable& table) {
   OpDef& conv = table.add<ConvAttrs>("convolution", {"input", "weight", "bias"}, 0, "ConvAttrs");
   conv.variadic = true;  // (input, weight, [bias])
   conv.shape = convolution_shape;
+  conv.sym_shape = convolution_sym_shape;
   conv.dtype = convolution_dtype;
   conv.compute[cpu] = convolution_cpu;
 
@@ -66,6 +67,7 @@ void register_conv_ops(OpTable& table) {
       "convolution_backward", {"grad_output", "input", "weight"}, kInternal, "ConvBackwardAttrs");
   back.max_outputs = 3;  // the masked-in of grad_input, grad_weight, grad_bias
   back.shape = convolution_backward_shape;
+  back.sym_shape = convolution_backward_sym_shape;
   back.dtype = convolution_backward_dtype;
   back.compute[cpu] = convolution_backward_cpu;
 }

@@ -195,6 +195,32 @@ TEST(DynamicCompile, ASymbolSpecializedAfterItsSizesWereSavedKeepsTheOthers) {
   EXPECT_NE(f.dump().find("input 0 dim 0: symbolic"), std::string::npos) << f.dump();
 }
 
+// A convolution keeps its batch dim symbolic (Note [Convolution over symbols]); its channels and
+// spatial dims specialize. A small CNN's training step then serves every batch size with one
+// plan, gradients included.
+TEST(DynamicCompile, AConvolutionTrainsAtEveryBatchSizeWithOnePlan) {
+  kiln::manual_seed(12);
+  Tensor w = param({4, 3, 3, 3}, 0.3), b = param({4}, 0.1);
+  Fn fn = [=](const std::vector<Tensor>& in) {
+    Tensor y = kiln::relu(kiln::conv2d(in[0], w, b, {1}, {1}));
+    return std::vector<Tensor>{kiln::mean(y * y)};
+  };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (int64_t batch : {5, 2, 9}) {
+    Tensor x = kiln::randn({batch, 3, 6, 6});
+    auto step = [&](const Fn& g) {
+      Tensor loss = g({x})[0];
+      std::vector<Tensor> grads = kiln::autograd::grad({loss}, {w, b});
+      return std::vector<Tensor>{loss, grads[0], grads[1]};
+    };
+    expect_all_close(step(f), step(fn), kReductionTol, "loss, then the weight's and bias' grads");
+  }
+  EXPECT_EQ(f.stats().compiles, 1) << f.dump();
+  std::string dump = f.dump();
+  EXPECT_NE(dump.find("input 0 dim 0: symbolic"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("input 0 dim 2: specialized"), std::string::npos) << dump;
+}
+
 #if KILN_WITH_LLVM
 // The kernels of a symbolic plan are keyed by their kernel IR, which no size is part of: a
 // second function traced at other sizes generates no code.
