@@ -139,6 +139,13 @@ std::vector<OutputGeometry> convolution_shape(const OpDef& op, std::span<const M
 
 namespace {
 
+void check_backward_call(const OpDef& op, size_t inputs, const ConvBackwardAttrs& a) {
+  KILN_CHECK(inputs == 3, "{}: expected (grad_output, input, weight), got {} tensors", op.name,
+             inputs);
+  KILN_CHECK(a.output_mask.size() == 3, "{}: expected output_mask of 3 values, got {}", op.name,
+             shape_str(a.output_mask));
+}
+
 // Note [Convolution over symbols]: the window arithmetic (floor divisions of the spatial sizes)
 // stays integer; only the batch dim may be a symbol, the common case of a model that sees
 // batches of any size. The integer geometry is checked with the batch at a symbol's least
@@ -182,10 +189,7 @@ std::vector<SymOutputGeometry> convolution_backward_sym_shape(const OpDef& op,
                                                               std::span<const SymMetaRef> in,
                                                               const void* attrs) {
   const auto& a = attrs_as<ConvBackwardAttrs>(attrs);
-  KILN_CHECK(in.size() == 3, "{}: expected (grad_output, input, weight), got {} tensors", op.name,
-             in.size());
-  KILN_CHECK(a.output_mask.size() == 3, "{}: expected output_mask of 3 values, got {}", op.name,
-             shape_str(a.output_mask));
+  check_backward_call(op, in.size(), a);
   ConvGeometry g = conv_geometry(op, batch_free(op, in[1].sizes, "the input"),
                                  expect_ints(in[2].sizes, op.name), nullptr, a.conv);
   SymShape expected = to_sym_shape(g.output_sizes());
@@ -216,10 +220,7 @@ DType convolution_dtype(const OpDef& op, std::span<const MetaRef> in, const void
 std::vector<OutputGeometry> convolution_backward_shape(const OpDef& op, std::span<const MetaRef> in,
                                                        const void* attrs) {
   const auto& a = attrs_as<ConvBackwardAttrs>(attrs);
-  KILN_CHECK(in.size() == 3, "{}: expected (grad_output, input, weight), got {} tensors", op.name,
-             in.size());
-  KILN_CHECK(a.output_mask.size() == 3, "{}: expected output_mask of 3 values, got {}", op.name,
-             shape_str(a.output_mask));
+  check_backward_call(op, in.size(), a);
   ConvGeometry g = conv_geometry(op, in[1].sizes, in[2].sizes, nullptr, a.conv);
   Shape expected = g.output_sizes();
   KILN_CHECK(of(in[0].sizes) == expected,
