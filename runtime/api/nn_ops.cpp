@@ -47,7 +47,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::stri
              "cross_entropy: expected logits of shape [N, C] or [C], got {}",
              shape_str(logits.sizes()));
   bool batched = logits.dim() == 2;
-  KILN_CHECK(batched ? (target.dim() == 1 && target.size(0) == logits.size(0)) : target.dim() == 0,
+  // Sizes compared as expressions first: equal ones need no integer read (Note [Symbolic
+  // tracing]); others are read, which specializes them under a symbolic trace.
+  KILN_CHECK(batched ? (target.dim() == 1 && (target.sym_size(0) == logits.sym_size(0) ||
+                                              target.size(0) == logits.size(0)))
+                     : target.dim() == 0,
              "cross_entropy: logits of shape {} expect a target of shape {}, got {}",
              shape_str(logits.sizes()), batched ? shape_str(Shape{logits.size(0)}) : "[]",
              shape_str(target.sizes()));

@@ -9,6 +9,7 @@
 #include "kiln/runtime/kernels/copy_kernels.h"
 #include "kiln/runtime/kernels/nn_attrs.h"
 #include "kiln/runtime/kernels/nn_registry.h"
+#include "kiln/runtime/kernels/op_rules.h"
 
 namespace kiln {
 namespace {
@@ -18,11 +19,14 @@ void check_reduction(const OpDef& op, const std::string& r) {
              "{}: reduction must be \"none\", \"mean\" or \"sum\", got \"{}\"", op.name, r);
 }
 
-std::vector<OutputGeometry> nll_shape(const OpDef& op, std::span<const MetaRef> inputs,
-                                      const void* attrs) {
+// A template over the size type (Note [Symbolic sizes]).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> nll_shape(const OpDef& op, std::span<const Ref> inputs,
+                                              const void* attrs) {
+  using Sizes = rules::SizesOf<Ref>;
   const auto& a = attrs_as<NllLossAttrs>(attrs);
   check_reduction(op, a.reduction);
-  ShapeRef in = inputs[0].sizes, tg = inputs[1].sizes;
+  const auto &in = inputs[0].sizes, &tg = inputs[1].sizes;
   KILN_CHECK(in.size() == 1 || in.size() == 2, "{}: expected input of shape [N, C] or [C], got {}",
              op.name, shape_str(in));
   KILN_CHECK(inputs[1].dtype == kInt64,
@@ -31,9 +35,9 @@ std::vector<OutputGeometry> nll_shape(const OpDef& op, std::span<const MetaRef> 
   bool batched = in.size() == 2;
   KILN_CHECK(batched ? (tg.size() == 1 && tg[0] == in[0]) : tg.empty(),
              "{}: input of shape {} expects target of shape {}, got {}", op.name, shape_str(in),
-             batched ? shape_str(Shape{in[0]}) : std::string("[]"), shape_str(tg));
-  if (a.reduction == "none" && batched) return {OutputGeometry{Shape{in[0]}}};
-  return {OutputGeometry{Shape{}}};
+             batched ? shape_str(Sizes{in[0]}) : std::string("[]"), shape_str(tg));
+  if (a.reduction == "none" && batched) return {{Sizes{in[0]}}};
+  return {{Sizes{}}};
 }
 
 DType nll_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void*, size_t) {
@@ -98,7 +102,7 @@ void nll_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<cons
 
 void register_nn_loss_ops(OpTable& table) {
   OpDef& op = table.add<NllLossAttrs>("nll_loss", {"input", "target"}, 0, "NllLossAttrs");
-  op.shape = nll_shape;
+  rules::set_shape_rules(op, nll_shape<MetaRef>, nll_shape<SymMetaRef>);
   op.dtype = nll_dtype;
   op.compute[static_cast<int>(DispatchKey::CPU)] = nll_kernel;
 }

@@ -221,6 +221,27 @@ TEST(DynamicCompile, AConvolutionTrainsAtEveryBatchSizeWithOnePlan) {
   EXPECT_NE(dump.find("input 0 dim 2: specialized"), std::string::npos) << dump;
 }
 
+// A classifier's cross-entropy step: nll_loss's rule and gradient read only the class count,
+// so the batch dim stays symbolic through the loss and its backward.
+TEST(DynamicCompile, ACrossEntropyStepServesEveryBatchSize) {
+  kiln::manual_seed(13);
+  Tensor w = param({10, 6}, 0.4);
+  Fn fn = [=](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{kiln::cross_entropy(kiln::linear(in[0], w), in[1])};
+  };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (int64_t batch : {7, 3, 12}) {
+    Tensor classes = (kiln::arange(batch, kiln::TensorOptions(kiln::kInt64)) * 7).remainder(10);
+    std::vector<Tensor> in{kiln::randn({batch, 6}), classes};
+    auto step = [&](const Fn& g) {
+      Tensor loss = g(in)[0];
+      return std::vector<Tensor>{loss, kiln::autograd::grad({loss}, {w})[0]};
+    };
+    expect_all_close(step(f), step(fn), kReductionTol, "loss, then the weight's gradient");
+  }
+  EXPECT_EQ(f.stats().compiles, 1) << f.dump();
+}
+
 #if KILN_WITH_LLVM
 // The kernels of a symbolic plan are keyed by their kernel IR, which no size is part of: a
 // second function traced at other sizes generates no code.

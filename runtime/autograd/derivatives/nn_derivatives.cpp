@@ -109,7 +109,9 @@ std::vector<Tensor> nll_loss_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor(), Tensor()};
   const auto& a = args.attrs_as<NllLossAttrs>();
   const Tensor& target = args.inputs[1];
-  int64_t classes = args.input_sizes(0).back();
+  // Only the class count is read as an integer (a symbolic batch stays symbolic).
+  int64_t classes = detail::read_sym_int(args.input_sym_sizes(0).back(),
+                                         "nll_loss's class count in its gradient");
   Tensor counted = target.ne(a.ignore_index);
   Tensor coef = -args.grad() * counted;
   if (a.reduction == "mean") {
