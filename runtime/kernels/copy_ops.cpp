@@ -135,17 +135,20 @@ void fill_kernel(const OpDef&, std::span<const Tensor> outputs, std::span<const 
 }
 
 // ---- cat ----
-std::vector<OutputGeometry> cat_shape(const OpDef& op, std::span<const MetaRef> in,
-                                      const void* attrs) {
+// A template over the size type (Note [Symbolic sizes]): over symbols the other dims must be
+// the same expressions, and the cat dim is their sum.
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> cat_shape(const OpDef& op, std::span<const Ref> in,
+                                              const void* attrs) {
   KILN_CHECK(!in.empty(), "{}: expected a non-empty list of tensors", op.name);
-  const MetaRef& first = in[0];
+  const Ref& first = in[0];
   auto nd = static_cast<int64_t>(first.sizes.size());
   KILN_CHECK(nd > 0, "{}: zero-dimensional tensor (input 0) cannot be concatenated", op.name);
   int64_t d = wrap_dim(op.name, attrs_as<DimAttrs>(attrs).dim, nd);
-  Shape out(first.sizes.begin(), first.sizes.end());
+  rules::SizesOf<Ref> out(first.sizes.begin(), first.sizes.end());
   out[d] = 0;
   for (size_t i = 0; i < in.size(); ++i) {
-    const MetaRef& t = in[i];
+    const Ref& t = in[i];
     KILN_CHECK(static_cast<int64_t>(t.sizes.size()) == nd,
                "{}: tensors must have the same number of dimensions: input 0 has shape {}, "
                "input {} has shape {}",
@@ -158,7 +161,7 @@ std::vector<OutputGeometry> cat_shape(const OpDef& op, std::span<const MetaRef> 
     }
     out[d] += t.sizes[d];
   }
-  return {OutputGeometry{std::move(out)}};
+  return {{std::move(out)}};
 }
 
 DType cat_dtype(const OpDef&, std::span<const MetaRef> in, const void*, size_t) {
@@ -209,7 +212,7 @@ void register_copy_ops(OpTable& table) {
 
   OpDef& cat = table.add<DimAttrs>("cat", {"tensors"}, 0, "DimAttrs");
   cat.variadic = true;
-  cat.shape = cat_shape;
+  rules::set_shape_rules(cat, cat_shape<MetaRef>, cat_shape<SymMetaRef>);
   cat.dtype = cat_dtype;
   cat.compute[cpu] = cat_kernel;
 }

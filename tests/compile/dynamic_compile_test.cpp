@@ -242,6 +242,28 @@ TEST(DynamicCompile, ACrossEntropyStepServesEveryBatchSize) {
   EXPECT_EQ(f.stats().compiles, 1) << f.dump();
 }
 
+// Features concatenated along a static dim: cat's rule sums the cat dim and keeps the batch
+// symbol, and its gradient reads only the cat dim's sizes.
+TEST(DynamicCompile, ConcatenatedFeaturesKeepTheBatchSymbolic) {
+  kiln::manual_seed(14);
+  Tensor w = param({5, 4}, 0.5), v = param({3, 4}, 0.5);
+  Fn fn = [=](const std::vector<Tensor>& in) {
+    Tensor h = kiln::cat({kiln::linear(in[0], w), kiln::tanh(kiln::linear(in[0], v))}, 1);
+    return std::vector<Tensor>{kiln::mean(h * h)};
+  };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (int64_t batch : {6, 3, 11}) {
+    std::vector<Tensor> in{kiln::randn({batch, 4})};
+    auto step = [&](const Fn& g) {
+      Tensor loss = g(in)[0];
+      std::vector<Tensor> grads = kiln::autograd::grad({loss}, {w, v});
+      return std::vector<Tensor>{loss, grads[0], grads[1]};
+    };
+    expect_all_close(step(f), step(fn), kReductionTol, "loss, then the weights' gradients");
+  }
+  EXPECT_EQ(f.stats().compiles, 1) << f.dump();
+}
+
 #if KILN_WITH_LLVM
 // The kernels of a symbolic plan are keyed by their kernel IR, which no size is part of: a
 // second function traced at other sizes generates no code.

@@ -5,6 +5,7 @@
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 namespace {
@@ -97,7 +98,10 @@ std::vector<Tensor> cat_backward(const GradArgs& args) {
   std::vector<Tensor> out(args.input_meta.size());
   int64_t offset = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    int64_t n = args.input_sizes(i)[static_cast<size_t>(d)];
+    // Only the cat dim's sizes are read as integers (slice bounds are integers): symbols in the
+    // other dims stay symbolic (Note [Symbolic saved sizes]).
+    int64_t n = detail::read_sym_int(args.input_sym_sizes(i)[static_cast<size_t>(d)],
+                                     "cat's split sizes in its gradient");
     if (args.needs(i)) out[i] = g.slice(d, offset, offset + n);
     offset += n;
   }
