@@ -19,25 +19,26 @@ using autograd::save_bit;
 // embedding: row indices[j] of the weight receives grad[j, :]; repeated indices add up.
 std::vector<Tensor> embedding_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor(), Tensor()};
-  const Shape& weight_sizes = args.input_sizes(0);
+  // Sizes over symbols (Note [Symbolic saved sizes]): a batch of indices stays symbolic.
+  SymShape weight_sizes = args.input_sym_sizes(0);
   const Tensor& indices = args.inputs[1];
-  int64_t k = indices.numel(), dim = weight_sizes[1];
-  Tensor g = args.grad().reshape({k, dim});
-  Tensor rows = indices.reshape({k, 1}).expand({k, dim});
-  return {scatter_add(zeros(weight_sizes, g.options()), 0, rows, g), Tensor()};
+  SymInt k = indices.sym_numel(), dim = weight_sizes[1];
+  Tensor g = args.grad().reshape_symint({k, dim});
+  Tensor rows = indices.reshape_symint({k, 1}).expand_symint({k, dim});
+  return {scatter_add(full_symint(weight_sizes, 0, g.options()), 0, rows, g), Tensor()};
 }
 
 // index_select: position index[j] along the dim receives the gradient's slab j.
 std::vector<Tensor> index_select_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor(), Tensor()};
-  const Shape& sizes = args.input_sizes(0);
+  SymShape sizes = args.input_sym_sizes(0);
   const Tensor& g = args.grad();
   int64_t d =
       wrap_dim("index_select", args.attrs_as<DimAttrs>().dim, static_cast<int64_t>(sizes.size()));
-  Shape along(sizes.size(), 1);
-  along[static_cast<size_t>(d)] = args.inputs[1].numel();
-  Tensor index = args.inputs[1].reshape(along).expand(g.sizes());
-  return {scatter_add(zeros(sizes, g.options()), d, index, g), Tensor()};
+  SymShape along(sizes.size(), 1);
+  along[static_cast<size_t>(d)] = args.inputs[1].sym_numel();
+  Tensor index = args.inputs[1].reshape_symint(along).expand_symint(g.sym_sizes());
+  return {scatter_add(full_symint(sizes, 0, g.options()), d, index, g), Tensor()};
 }
 
 // gather: the adjoint of out[..i..] = x[..index[..i..]..] is the scatter_add of the gradient.
@@ -45,7 +46,8 @@ std::vector<Tensor> gather_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor(), Tensor()};
   const Tensor& g = args.grad();
   int64_t dim = args.attrs_as<DimAttrs>().dim;
-  return {scatter_add(zeros(args.input_sizes(0), g.options()), dim, args.inputs[1], g), Tensor()};
+  return {scatter_add(full_symint(args.input_sym_sizes(0), 0, g.options()), dim, args.inputs[1], g),
+          Tensor()};
 }
 
 // scatter_add(self, index, src): self passes through; src element j went to the position

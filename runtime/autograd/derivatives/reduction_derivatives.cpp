@@ -173,13 +173,13 @@ std::vector<Tensor> var_backward(const GradArgs& args) {
 std::vector<Tensor> index_extremum_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
   const auto& a = args.attrs_as<DimIndexAttrs>();
-  const Shape& sizes = args.input_sizes(0);
+  SymShape sizes = args.input_sym_sizes(0);  // Note [Symbolic saved sizes]
   auto nd = static_cast<int64_t>(sizes.size());
   if (nd == 0) return {args.grad()};  // the one element is its own extreme
   int64_t d = wrap_dim(args.op.name, a.dim.value_or(0), nd);
   Tensor g = a.keepdim ? args.grad() : args.grad().unsqueeze(d);
   Tensor index = a.keepdim ? args.outputs[1] : args.outputs[1].unsqueeze(d);
-  return {scatter_add(zeros(sizes, g.options()), d, index, g)};
+  return {scatter_add(full_symint(std::move(sizes), 0, g.options()), d, index, g)};
 }
 
 }  // namespace

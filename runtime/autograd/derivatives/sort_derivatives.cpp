@@ -15,12 +15,13 @@ using autograd::GradArgs;
 using autograd::kSaveNone;
 using autograd::save_bit;
 
-// Element j of the values output came from position indices[j] of the input.
+// Element j of the values output came from position indices[j] of the input. The zeros take
+// the input's sizes over symbols (Note [Symbolic saved sizes]).
 Tensor scatter_through_indices(const GradArgs& args, int64_t dim) {
-  const Shape& sizes = args.input_sizes(0);
+  SymShape sizes = args.input_sym_sizes(0);
   const Tensor& g = args.grad();
   if (sizes.empty()) return g;  // the one element is its own sort
-  return scatter_add(zeros(sizes, g.options()), dim, args.outputs[1], g);
+  return scatter_add(full_symint(std::move(sizes), 0, g.options()), dim, args.outputs[1], g);
 }
 
 std::vector<Tensor> sort_backward(const GradArgs& args) {
@@ -33,19 +34,13 @@ std::vector<Tensor> topk_backward(const GradArgs& args) {
   return {scatter_through_indices(args, args.attrs_as<TopkAttrs>().dim)};
 }
 
-// t reversed along d.
-Tensor flipped(const Tensor& t, int64_t d) {
-  int64_t n = t.size(d);
-  return index_select(t, d, arange(n - 1, -1, -1, TensorOptions(kInt64).device(t.device())));
-}
-
 // The input's element i feeds every output j >= i with weight 1: the reversed running sum.
 std::vector<Tensor> cumsum_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
   const Tensor& g = args.grad();
   if (g.dim() == 0) return {g};
   int64_t d = wrap_dim("cumsum", args.attrs_as<ScanAttrs>().dim, g.dim());
-  return {flipped(cumsum(flipped(g, d), d), d)};
+  return {flip(cumsum(flip(g, {d}), d), {d})};
 }
 
 // d out_j / d x_i = prod_{k <= j, k != i} x_k for j >= i. Dividing out_j by x_i fails at zeros,
