@@ -585,22 +585,7 @@ SymInt parse_sym_int(std::string_view text) {
 }
 
 bool SymFact::holds(std::span<const int64_t> values) const {
-  int64_t a = lhs.evaluate(values), b = rhs.evaluate(values);
-  switch (relation) {
-    case Relation::kEq:
-      return a == b;
-    case Relation::kNe:
-      return a != b;
-    case Relation::kLt:
-      return a < b;
-    case Relation::kLe:
-      return a <= b;
-    case Relation::kGt:
-      return a > b;
-    case Relation::kGe:
-      return a >= b;
-  }
-  return false;
+  return compare(relation, lhs.evaluate(values), rhs.evaluate(values));
 }
 
 std::string SymFact::str() const {

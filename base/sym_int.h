@@ -125,6 +125,25 @@ struct SymFact {
   SymInt rhs;
 
   bool holds(std::span<const int64_t> values) const;
+  // `a <relation> b` for numbers (Python's kiln.SymInt compares with these relations too).
+  template <class T>
+  static bool compare(Relation relation, T a, T b) {
+    switch (relation) {
+      case Relation::kEq:
+        return a == b;
+      case Relation::kNe:
+        return a != b;
+      case Relation::kLt:
+        return a < b;
+      case Relation::kLe:
+        return a <= b;
+      case Relation::kGt:
+        return a > b;
+      case Relation::kGe:
+        return a >= b;
+    }
+    return false;
+  }
   std::string str() const;
   friend bool operator==(const SymFact&, const SymFact&) = default;
 };

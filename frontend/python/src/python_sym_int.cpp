@@ -63,24 +63,10 @@ nb::object read_arith(const PySymInt& self, nb::handle other, PyBinary op, bool 
   return nb::steal(r);
 }
 
-enum class Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
+using Cmp = SymFact::Relation;
 
 bool holds(Cmp cmp, double a, double b) {
-  switch (cmp) {
-    case Cmp::kEq:
-      return a == b;
-    case Cmp::kNe:
-      return a != b;
-    case Cmp::kLt:
-      return a < b;
-    case Cmp::kLe:
-      return a <= b;
-    case Cmp::kGt:
-      return a > b;
-    case Cmp::kGe:
-      return a >= b;
-  }
-  return false;
+  return SymFact::compare(cmp, a, b);
 }
 
 nb::object compare(const PySymInt& self, nb::handle other, Cmp cmp) {
