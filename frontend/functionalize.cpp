@@ -53,7 +53,8 @@ ir::Value* GraphTracer::functionalize(const OpDef& op, std::span<const Tensor> i
   OpTable& table = OpTable::instance();
   // Self's sizes over the trace's symbols (Note [Symbolic tracing]): full and expand take them
   // as size attributes, so the new value keeps them.
-  SymShape self_sizes = resolved(values[0]->type().symbolic_sizes());
+  const bool writes_whole = op.name == "fill_" || op.name == "copy_";
+  SymShape self_sizes = writes_whole ? resolved(values[0]->type().symbolic_sizes()) : SymShape{};
   if (op.name == "fill_") {
     FullAttrs full{self_sizes, static_cast<const FillAttrs*>(attrs)->value, self.dtype(),
                    self.device()};
