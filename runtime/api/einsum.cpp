@@ -157,16 +157,18 @@ Operand contract(const Operand& a, const Operand& b, const std::function<bool(in
   }
   for (int l : b.labels)
     if (!has(a.labels, l)) right.push_back(l);
+  // Sizes as SymInts, so that a symbolic trace keeps them (a symbol is never 1).
   auto size_of = [&](int l) {
-    int64_t sa = has(a.labels, l) ? a.t.size(position(a.labels, l)) : 1;
-    int64_t sb = has(b.labels, l) ? b.t.size(position(b.labels, l)) : 1;
+    SymInt sa = has(a.labels, l) ? a.t.sym_size(position(a.labels, l)) : SymInt(1);
+    SymInt sb = has(b.labels, l) ? b.t.sym_size(position(b.labels, l)) : SymInt(1);
     return sa == 1 ? sb : sa;  // size 1 broadcasts, also against 0
   };
   // One operand's dims in the order of `groups`, size-1 dims broadcast, merged per group.
   auto arrange = [&](const Operand& op, std::initializer_list<const std::vector<int>*> groups) {
-    Shape perm, full_sizes, merged;
+    Shape perm;
+    SymShape full_sizes, merged;
     for (const std::vector<int>* g : groups) {
-      int64_t prod = 1;
+      SymInt prod = 1;
       for (int l : *g) {
         perm.push_back(position(op.labels, l));
         full_sizes.push_back(size_of(l));
@@ -174,7 +176,9 @@ Operand contract(const Operand& a, const Operand& b, const std::function<bool(in
       }
       merged.push_back(prod);
     }
-    return op.t.permute(perm).expand(full_sizes).reshape(merged);
+    return op.t.permute(perm)
+        .expand_symint(std::move(full_sizes))
+        .reshape_symint(std::move(merged));
   };
   Tensor lhs = arrange(a, {&batch, &left, &contracted});
   Tensor rhs = arrange(b, {&batch, &contracted, &right});
@@ -184,14 +188,14 @@ Operand contract(const Operand& a, const Operand& b, const std::function<bool(in
                        ? bmm(lhs, rhs)
                        : sum(mul(lhs.unsqueeze(3), rhs.unsqueeze(1)), {2}).to(lhs.dtype());
   Operand out;
-  Shape sizes;
+  SymShape sizes;
   for (const std::vector<int>* g : {&batch, &left, &right}) {
     for (int l : *g) {
       out.labels.push_back(l);
       sizes.push_back(size_of(l));
     }
   }
-  out.t = product.view(sizes);
+  out.t = product.view_symint(std::move(sizes));
   return out;
 }
 
@@ -224,15 +228,21 @@ std::vector<int> output_labels(const std::string& equation, size_t arrow,
 // Every operand's size of a label must equal the others' or be 1 (broadcast).
 void check_sizes(const std::string& equation, const std::vector<Tensor>& operands,
                  const std::vector<Operand>& ops, size_t nlabels) {
-  std::vector<int64_t> label_size(nlabels, 1);
+  // SymInts compared as expressions first, so that a symbolic trace keeps equal sizes symbolic;
+  // only sizes that differ as expressions are compared as integers (which specializes them).
+  std::vector<SymInt> label_size(nlabels, 1);
   std::vector<size_t> label_from(nlabels, 0);
+  std::vector<int64_t> label_dim(nlabels, 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     for (size_t d = 0; d < ops[i].labels.size(); ++d) {
       auto l = static_cast<size_t>(ops[i].labels[d]);
-      int64_t s = operands[i].size(static_cast<int64_t>(d));
+      SymInt s = operands[i].sym_size(static_cast<int64_t>(d));
       // A subscript repeated within one operand is a diagonal, checked by take_diagonals.
-      if (s == 1 || (label_size[l] != 1 && label_from[l] == i)) continue;
-      KILN_CHECK(label_size[l] == 1 || label_size[l] == s,
+      if (s == 1 || (!(label_size[l] == 1) && label_from[l] == i)) continue;
+      bool same =
+          label_size[l] == 1 || label_size[l] == s ||
+          operands[label_from[l]].size(label_dim[l]) == operands[i].size(static_cast<int64_t>(d));
+      KILN_CHECK(same,
                  "einsum(): operands do not broadcast: subscript {} has size {} in operand {} "
                  "(shape {}) and size {} in operand {} (shape {}) (equation '{}')",
                  label_name(static_cast<int>(l)), label_size[l], label_from[l],
@@ -240,6 +250,7 @@ void check_sizes(const std::string& equation, const std::vector<Tensor>& operand
                  equation);
       label_size[l] = s;
       label_from[l] = i;
+      label_dim[l] = static_cast<int64_t>(d);
     }
   }
 }

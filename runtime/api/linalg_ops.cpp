@@ -96,25 +96,27 @@ Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
   KILN_CHECK(weight.dim() == 1 || weight.dim() == 2,
              "linear: weight must be 1-D or 2-D, got shape {} (input shape {})",
              shape_str(weight.sizes()), shape_str(x.sizes()));
-  int64_t in_features = weight.size(-1);
-  // x's last dim compared as a SymInt first, so a symbolic one is not specialized (Note [Size
-  // reads while tracing]).
-  KILN_CHECK(x.dim() >= 1 && (x.sym_size(-1) == SymInt(in_features) || x.size(-1) == in_features),
-             "linear: input of shape {} does not match weight of shape {} (expected the input's "
-             "last dimension to be {})",
-             shape_str(x.sizes()), shape_str(weight.sizes()), in_features);
+  // Sizes compared as SymInts first, so that symbolic ones are not specialized (Note [Size
+  // reads while tracing]); only a mismatch between expressions reads the integers.
+  KILN_CHECK(
+      x.dim() >= 1 && (x.sym_size(-1) == weight.sym_size(-1) || x.size(-1) == weight.size(-1)),
+      "linear: input of shape {} does not match weight of shape {} (expected the input's "
+      "last dimension to be {})",
+      shape_str(x.sizes()), shape_str(weight.sizes()), weight.size(-1));
   if (bias.has_value() && bias->defined()) {
-    int64_t out_features = weight.dim() == 2 ? weight.size(0) : 1;
+    SymInt sym_out = weight.dim() == 2 ? weight.sym_size(0) : SymInt(1);
+    auto out_features = [&] { return weight.dim() == 2 ? weight.size(0) : 1; };
     bool fits = bias->dim() == 0 ||
-                (bias->dim() == 1 && (bias->size(0) == out_features || bias->size(0) == 1));
+                (bias->dim() == 1 && (bias->sym_size(0) == sym_out || bias->sym_size(0) == 1 ||
+                                      bias->size(0) == out_features() || bias->size(0) == 1));
     if (!((fits && weight.dim() == 2) || bias->dim() == 0)) {
       Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
-      if (weight.dim() == 2) out_shape.push_back(out_features);
+      if (weight.dim() == 2) out_shape.push_back(out_features());
       KILN_ERROR(
           "linear: bias of shape {} does not match the output of shape {} (input {}, weight {}); "
           "expected a bias of shape [{}]",
           shape_str(bias->sizes()), shape_str(out_shape), shape_str(x.sizes()),
-          shape_str(weight.sizes()), out_features);
+          shape_str(weight.sizes()), out_features());
     }
   }
   Tensor out = matmul(x, weight.t());
@@ -135,8 +137,15 @@ namespace {
 // self out entirely (torch: NaN and inf in self do not propagate), and unit factors cost no op.
 Tensor scaled_sum(const char* name, const Tensor& self, const Tensor& product, const Scalar& beta,
                   const Scalar& alpha) {
-  Shape b = broadcast_shapes(name, self.sizes(), product.sizes());
-  KILN_CHECK(b == product.sizes(),
+  // As expressions first (Note [Size reads while tracing]): self fits when each of its sizes is
+  // 1 or the product's. Only a mismatch between expressions compares the integers.
+  SymShape ss = self.sym_sizes(), ps = product.sym_sizes();
+  bool fits = ss.size() <= ps.size();
+  for (size_t i = 0; fits && i < ss.size(); ++i) {
+    const SymInt& a = ss[ss.size() - 1 - i];
+    fits = a == 1 || a == ps[ps.size() - 1 - i];
+  }
+  KILN_CHECK(fits || broadcast_shapes(name, self.sizes(), product.sizes()) == product.sizes(),
              "{}: self of shape {} cannot be broadcast to the product's shape {}", name,
              shape_str(self.sizes()), shape_str(product.sizes()));
   if (beta.to_double() == 0) return alpha.to_double() == 1 ? product : mul(product, alpha);
@@ -152,7 +161,7 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   KILN_CHECK(mat1.dim() == 2 && mat2.dim() == 2,
              "addmm: expected 2-D matrices, got mat1 of shape {} and mat2 of shape {}",
              shape_str(mat1.sizes()), shape_str(mat2.sizes()));
-  KILN_CHECK(mat1.size(1) == mat2.size(0),
+  KILN_CHECK(mat1.sym_size(1) == mat2.sym_size(0) || mat1.size(1) == mat2.size(0),
              "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", mat1.size(0),
              mat1.size(1), mat2.size(0), mat2.size(1));
   return scaled_sum("addmm", self, mm(mat1, mat2), beta, alpha);
@@ -164,7 +173,8 @@ Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, c
   KILN_CHECK(batch1.dim() == 3 && batch2.dim() == 3,
              "baddbmm: expected 3-D tensors, got batch1 of shape {} and batch2 of shape {}",
              shape_str(batch1.sizes()), shape_str(batch2.sizes()));
-  KILN_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1),
+  KILN_CHECK((batch1.sym_size(0) == batch2.sym_size(0) || batch1.size(0) == batch2.size(0)) &&
+                 (batch1.sym_size(2) == batch2.sym_size(1) || batch1.size(2) == batch2.size(1)),
              "baddbmm: batch1 of shape {} and batch2 of shape {} cannot be multiplied (expected "
              "equal batch sizes and batch2.size(1) == batch1.size(2))",
              shape_str(batch1.sizes()), shape_str(batch2.sizes()));

@@ -81,7 +81,8 @@ Tensor all(const Tensor& x, Shape dims, bool keepdim, std::source_location loc) 
 // max(x)/min(x) are amax/amin over every dim; torch refuses an empty input here.
 Tensor max(const Tensor& x, std::source_location loc) {
   CallSiteScope site(loc);
-  KILN_CHECK(x.numel() > 0,
+  // A symbolic numel is never 0 (every symbol is at least 2): reading it keeps the symbols.
+  KILN_CHECK(!(x.sym_numel() == 0),
              "max(): Expected reduction dim to be specified for input.numel() == 0 (input "
              "shape {})",
              shape_str(x.sizes()));
@@ -89,7 +90,7 @@ Tensor max(const Tensor& x, std::source_location loc) {
 }
 Tensor min(const Tensor& x, std::source_location loc) {
   CallSiteScope site(loc);
-  KILN_CHECK(x.numel() > 0,
+  KILN_CHECK(!(x.sym_numel() == 0),
              "min(): Expected reduction dim to be specified for input.numel() == 0 (input "
              "shape {})",
              shape_str(x.sizes()));

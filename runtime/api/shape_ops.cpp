@@ -18,12 +18,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, std::source_location
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, std::source_location loc) {
   CallSiteScope site(loc);
   KILN_CHECK(!tensors.empty(), "stack: expects a non-empty list of tensors");
-  const Shape& first = tensors[0].sizes();
+  // Sizes compared as expressions first, so that symbolic ones stay symbolic (Note [Size reads
+  // while tracing]); only a mismatch between expressions compares the integers.
+  SymShape first = tensors[0].sym_sizes();
   for (size_t i = 1; i < tensors.size(); ++i) {
-    KILN_CHECK(tensors[i].sizes() == first,
+    KILN_CHECK(tensors[i].sym_sizes() == first || tensors[i].sizes() == tensors[0].sizes(),
                "stack: expects each tensor to be equal size, but got {} at entry 0 and {} at "
                "entry {}",
-               shape_str(first), shape_str(tensors[i].sizes()), i);
+               shape_str(tensors[0].sizes()), shape_str(tensors[i].sizes()), i);
   }
   int64_t d = wrap_dim("stack", dim, static_cast<int64_t>(first.size()) + 1);
   std::vector<Tensor> expanded;

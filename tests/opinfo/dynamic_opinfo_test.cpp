@@ -4,7 +4,9 @@
 // kept an integer) or compute exactly what eager computes: a symbol that survives the trace
 // while some value depended on its traced size would give a wrong answer here, on whichever op
 // reads it.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "kiln/kiln.h"
@@ -27,6 +29,7 @@ struct Counts {
   int compiled_calls = 0;  // calls at the smaller sizes compared with eager
   int one_plan = 0;        // samples whose calls at changed sizes all ran on the first plan
   int compiled_grads = 0;  // compiled calls whose gradients were compared with eager's
+  std::map<std::string, int> recompiled;  // per OpInfo: samples that needed a second plan
 };
 Counts& counts() {
   static Counts c;
@@ -43,6 +46,15 @@ class ReportCounts : public ::testing::Environment {
           "sizes within tolerance of eager (%d calls compared gradients too); %d samples served "
           "at every size by one plan\n",
           c.compiled, c.compiled_calls, c.compiled_grads, c.one_plan);
+    if (!c.recompiled.empty()) {
+      // The ops that keep samples from one plan, most first: what symbolic rules to write next.
+      std::vector<std::pair<int, std::string>> by_count;
+      for (const auto& [name, n] : c.recompiled) by_count.emplace_back(n, name);
+      std::sort(by_count.rbegin(), by_count.rend());
+      std::printf("[dynamic compile opinfo] samples compiled more than once, by OpInfo:");
+      for (const auto& [n, name] : by_count) std::printf(" %s %d,", name.c_str(), n);
+      std::printf("\n");
+    }
     if (c.samples == 0) return;
     std::printf(
         "[dynamic trace opinfo] %d samples traced with symbolic sizes (%d kept symbols, %d not "
@@ -188,6 +200,7 @@ void check_compiled(const OpInfo& info, const Sample& s) {
     }
   }
   if (changed && f.stats().compiles == 1) ++counts().one_plan;
+  if (changed && f.stats().compiles > 1) ++counts().recompiled[info.name];
 }
 
 class DynamicTraceOpInfo : public ::testing::TestWithParam<std::string> {};
