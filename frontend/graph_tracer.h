@@ -84,6 +84,7 @@ class GraphTracer final : public TracingState {
   SymShape resolve_symbols(const SymShape& sizes) override { return resolved(sizes); }
   void on_sym_sizes_read(std::span<const SymInt> sizes, std::string_view what) override;
   int64_t symbolic_size_value(const SymInt& s) override;
+  bool decide_fact(const SymFact& fact) override;
   // Note [Symbolic saved sizes]: autograd recorded the outputs' metadata before the tracer knew
   // their Values; this adds their sizes over symbols.
   void add_saved_symbolic_sizes(std::span<const Tensor> outputs);
@@ -183,6 +184,7 @@ class GraphTracer final : public TracingState {
                       std::vector<ir::TensorType>& types);
 
   std::vector<int64_t> hints_;  // s<k>'s traced value
+  std::vector<SymFact> facts_;  // what the rules assumed (Note [Assumed size facts])
   // Why s<k> was specialized ("a size read as an integer at model.cpp:12 in forward"); empty
   // while it is a symbol.
   std::vector<std::string> why_;

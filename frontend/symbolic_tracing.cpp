@@ -11,6 +11,7 @@
 #include "kiln/ir/symbols.h"
 #include "kiln/runtime/autograd/node.h"
 #include "kiln/runtime/op_def.h"
+#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln {
 namespace {
@@ -119,6 +120,8 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   // The rule over symbols, with the symbols `also` replaced by their hints; nullopt, with
   // `why`, when it refuses or disagrees with eager at the traced sizes (a disagreement would be
   // a bug in a rule, and specializing keeps the graph right anyway).
+  // The facts the rule assumed (Note [Assumed size facts]) go to `assumed`.
+  std::vector<SymFact> assumed;
   auto attempt = [&](std::span<const int64_t> also,
                      std::string* why) -> std::optional<std::vector<SymOutputGeometry>> {
     std::vector<SymShape> in_sizes = sizes, in_strides = strides;
@@ -138,7 +141,9 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
                                  values[i]->type().device});
     std::vector<SymOutputGeometry> geoms;
     try {
+      SymAssumptions scope(hints_);
       geoms = op.sym_shape(op, metas, rule_attrs);
+      assumed = scope.facts();
     } catch (const Error& e) {
       *why = fmt::format("refused the symbolic sizes ({})", first_line(e.what()));
       return std::nullopt;
@@ -150,8 +155,7 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
     for (size_t i = 0; i < geoms.size(); ++i) {
       const SymOutputGeometry& g = geoms[i];
       bool same = g.sizes.size() == types[i].sizes.size() &&
-                  ir::evaluate_sizes(g.sizes, hints_) == types[i].sizes &&
-                  g.storage_offset.maybe_int();
+                  ir::evaluate_sizes(g.sizes, hints_) == types[i].sizes;
       if (same && view) same = same_addressing(g.strides, types[i]);
       if (!same) {
         *why = fmt::format(
@@ -185,6 +189,7 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
         fix(id, reason);
   }
   if (!geoms) return refuse(why);
+  add_facts(facts_, assumed);
   for (size_t i = 0; i < geoms->size(); ++i) {
     SymOutputGeometry& g = (*geoms)[i];
     if (is_static(g.sizes) && (!view || is_static(g.strides))) continue;
@@ -255,12 +260,47 @@ int64_t GraphTracer::symbolic_size_value(const SymInt& s) {
   return s.evaluate(hints_);
 }
 
+namespace {
+
+// The relation that holds exactly when `r` does not.
+SymFact::Relation negated(SymFact::Relation r) {
+  using R = SymFact::Relation;
+  switch (r) {
+    case R::kEq:
+      return R::kNe;
+    case R::kNe:
+      return R::kEq;
+    case R::kLt:
+      return R::kGe;
+    case R::kLe:
+      return R::kGt;
+    case R::kGt:
+      return R::kLe;
+    case R::kGe:
+      return R::kLt;
+  }
+  return r;
+}
+
+}  // namespace
+
+bool GraphTracer::decide_fact(const SymFact& fact) {
+  std::vector<SymInt> r = replacement();
+  SymFact f{fact.lhs.substitute(r), fact.relation, fact.rhs.substitute(r)};
+  bool holds = f.holds(hints_);
+  if (!symbolic() || (!f.lhs.is_symbolic() && !f.rhs.is_symbolic())) return holds;
+  if (!holds) f.relation = negated(f.relation);
+  add_facts(facts_, std::span(&f, 1));
+  return holds;
+}
+
 std::vector<int64_t> GraphTracer::finish_symbols() {
   if (!symbolic()) return {};
   std::vector<bool> fixed;
   for (size_t k = 0; k < why_.size(); ++k)
     fixed.push_back(is_fixed(static_cast<int64_t>(k)));
   graph_->set_symbol_hints(hints_);
+  graph_->set_symbol_facts(facts_);
   return ir::specialize_symbols(*graph_, fixed);
 }
 

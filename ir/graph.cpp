@@ -306,6 +306,7 @@ std::shared_ptr<Graph> Graph::clone() const {
   for (Value* v : outputs_)
     g->add_output(map.at(v));
   g->symbol_hints_ = symbol_hints_;
+  g->symbol_facts_ = symbol_facts_;
   return g;
 }
 

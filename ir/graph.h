@@ -233,6 +233,17 @@ class Graph {
   // whose sizes are all integers.
   const std::vector<int64_t>& symbol_hints() const { return symbol_hints_; }
   void set_symbol_hints(std::vector<int64_t> hints) { symbol_hints_ = std::move(hints); }
+  // What the shape rules assumed about the symbols' values beyond binding them (Note [Assumed
+  // size facts], runtime/sym_assumptions.h): `s0 >= 4` for `x[:4]`. Each holds at the hints; a
+  // call whose sizes break one does not fit the graph (bind_symbols).
+  const std::vector<SymFact>& symbol_facts() const { return symbol_facts_; }
+  void set_symbol_facts(std::vector<SymFact> facts) { symbol_facts_ = std::move(facts); }
+  // The hints and facts of `other`, whose symbols this graph shares (a fusion group's subgraph,
+  // a partition of a joint graph).
+  void set_symbols_from(const Graph& other) {
+    symbol_hints_ = other.symbol_hints_;
+    symbol_facts_ = other.symbol_facts_;
+  }
   // Whether any input or node output has a symbolic type.
   bool has_symbolic_types() const;
 
@@ -245,6 +256,7 @@ class Graph {
   std::vector<Value*> outputs_;
   Node* insert_before_ = nullptr;
   std::vector<int64_t> symbol_hints_;
+  std::vector<SymFact> symbol_facts_;
 };
 
 }  // namespace kiln::ir

@@ -1,9 +1,11 @@
 #include "kiln/ir/infer_types.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "kiln/base/error.h"
 #include "kiln/ir/symbols.h"
+#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln::ir {
 namespace {
@@ -55,7 +57,8 @@ void set_geometry(TensorType& t, const OpDef& op, size_t i, const SymOutputGeome
 }  // namespace
 
 std::vector<TensorType> infer_op_types(const OpDef& op, std::span<const TensorType> inputs,
-                                       const void* attrs, std::span<const int64_t> hints) {
+                                       const void* attrs, std::span<const int64_t> hints,
+                                       std::vector<SymFact>* assumed) {
   // The rules see each input with explicit strides and offset 0: the IR does not track storage
   // offsets, and no rule's sizes, strides or dtype depend on them.
   std::vector<Shape> strides(inputs.size());
@@ -90,7 +93,10 @@ std::vector<TensorType> infer_op_types(const OpDef& op, std::span<const TensorTy
       sym_strides[i] = inputs[i].symbolic_strides();
       sym_metas[i] = SymMetaRef{sizes[i], sym_strides[i], 0, inputs[i].dtype, inputs[i].device};
     }
+    std::optional<SymAssumptions> scope;
+    if (assumed != nullptr && !hints.empty()) scope.emplace(hints);
     sym_geoms = op.sym_shape(op, sym_metas, attrs);
+    if (scope) add_facts(*assumed, scope->facts());
   } else {
     geoms = op.shape(op, metas, attrs);
   }

@@ -22,7 +22,10 @@ namespace kiln::ir {
 // When an input type is symbolic (Note [Symbolic types]) the sizes come from the op's rule over
 // symbols (OpDef::sym_shape; an op without one throws), the dtypes from its integer rules at the
 // hints, and each output's integer sizes are its symbols' values at `hints` (the graph's).
+// With `assumed`, the rule may assume facts that hold at the hints (Note [Assumed size facts]),
+// and they are added there; without it, a rule that would need one refuses.
 std::vector<TensorType> infer_op_types(const OpDef& op, std::span<const TensorType> inputs,
-                                       const void* attrs, std::span<const int64_t> hints = {});
+                                       const void* attrs, std::span<const int64_t> hints = {},
+                                       std::vector<SymFact>* assumed = nullptr);
 
 }  // namespace kiln::ir

@@ -134,7 +134,22 @@ class Lexer {
       case ':':
         return single(TokenKind::Colon);
       case '=':
+        // "==" is a relation (the facts of an assuming(...) clause); "=" binds a name.
+        if (peek(1) == '=') {
+          advance();
+          return single(TokenKind::Operator);
+        }
         return single(TokenKind::Equals);
+      case '<':
+      case '>':
+      case '!':
+        // Relations: <, <=, >, >=, != (Note [Assumed size facts]).
+        if (peek(1) == '=') {
+          advance();
+          return single(TokenKind::Operator);
+        }
+        if (c == '!') break;
+        return single(TokenKind::Operator);
       case '*':
         return single(TokenKind::Operator);
       case '"':

@@ -25,7 +25,8 @@ enum class TokenKind {
   Comma,
   Colon,
   Equals,
-  Operator,  // * + - in a symbolic size (2*s0 + 1); a sign before digits is part of the number
+  Operator,  // * + - in a symbolic size (2*s0 + 1), and the relations == != < <= > >= of a fact;
+             // a sign before digits is part of the number
 };
 
 struct Token {

@@ -96,7 +96,11 @@ class Parser : public TokenCursor {
     // The inputs' symbolic types get their hint values once the symbols clause after them is
     // read (Note [Symbolic types]). A nested graph without a clause keeps the enclosing hints.
     std::vector<int64_t> outer_hints = hints_;
-    if (depth == 0) hints_.clear();
+    std::vector<SymFact> outer_facts = facts_;
+    if (depth == 0) {
+      hints_.clear();
+      facts_.clear();
+    }
     symbols_known_ = false;
     std::vector<std::pair<Value*, Token>> inputs;
     if (!accept(TokenKind::RParen)) {
@@ -115,6 +119,7 @@ class Parser : public TokenCursor {
       }
     }
     if (peek().kind == TokenKind::Ident && peek().text == "symbols") parse_symbols_clause();
+    if (peek().kind == TokenKind::Ident && peek().text == "assuming") parse_assuming_clause();
     symbols_known_ = true;
     for (auto& [v, tok] : inputs) {
       TensorType t = v->type();
@@ -122,6 +127,7 @@ class Parser : public TokenCursor {
       v->set_type(std::move(t));
     }
     g->set_symbol_hints(hints_);
+    g->set_symbol_facts(facts_);
     expect(TokenKind::Colon, "':' after the graph's inputs");
     while (!(peek().kind == TokenKind::Ident && peek().text == "return")) {
       if (peek().kind != TokenKind::ValueName && peek().kind != TokenKind::Ident)
@@ -144,6 +150,7 @@ class Parser : public TokenCursor {
       }
     }
     hints_ = std::move(outer_hints);
+    facts_ = std::move(outer_facts);
     return g;
   }
 
@@ -152,6 +159,7 @@ class Parser : public TokenCursor {
     next();
     expect(TokenKind::LParen, "'(' after 'symbols'");
     hints_.clear();
+    facts_.clear();
     if (accept(TokenKind::RParen)) return;
     while (true) {
       const Token& name = peek();
@@ -171,6 +179,40 @@ class Parser : public TokenCursor {
       hints_.push_back(hint);
       if (accept(TokenKind::Comma)) continue;
       expect(TokenKind::RParen, "',' or ')' in the symbols clause");
+      return;
+    }
+  }
+
+  // assuming(s0 >= 4, s1 <= 8): the facts the rules assumed (Note [Assumed size facts]), each
+  // over declared symbols and true at their hints.
+  void parse_assuming_clause() {
+    next();
+    expect(TokenKind::LParen, "'(' after 'assuming'");
+    facts_.clear();
+    while (true) {
+      const Token& first = peek();
+      SymInt lhs = parse_sym_size("a fact of the assuming clause");
+      const Token& rel = peek();
+      if (rel.kind != TokenKind::Operator || rel.text == "+" || rel.text == "-" || rel.text == "*")
+        fail_at(rel,
+                "expected a relation (==, !=, <, <=, >, >=) in a fact of the assuming "
+                "clause, found " +
+                    describe(rel));
+      std::string relation = rel.text;
+      next();
+      SymInt rhs = parse_sym_size("a fact of the assuming clause");
+      SymFact fact = parse_sym_fact(fmt::format("{} {} {}", lhs.str(), relation, rhs.str()));
+      for (const SymInt* side : {&fact.lhs, &fact.rhs})
+        for (int64_t id : side->symbols())
+          if (static_cast<size_t>(id) >= hints_.size())
+            fail_at(first, fmt::format("the fact {} names s{}, which the symbols clause does not "
+                                       "declare",
+                                       fact.str(), id));
+      if (!fact.holds(hints_))
+        fail_at(first, fmt::format("the fact {} fails at the symbols' hints", fact.str()));
+      facts_.push_back(std::move(fact));
+      if (accept(TokenKind::Comma)) continue;
+      expect(TokenKind::RParen, "',' or ')' in the assuming clause");
       return;
     }
   }

@@ -83,6 +83,8 @@ class TokenCursor {
   // clause has been read.
   std::vector<int64_t> hints_;
   bool symbols_known_ = true;
+  // Its assuming clause's facts (Graph::symbol_facts).
+  std::vector<SymFact> facts_;
 
   std::vector<Token> tokens_;  // never empty: ends with an End token
   size_t pos_ = 0;

@@ -228,6 +228,15 @@ class Printer {
       }
       out += ")";
     }
+    // Note [Assumed size facts]: what the rules assumed beyond the hints.
+    if (!g.symbol_facts().empty()) {
+      out += " assuming(";
+      for (size_t k = 0; k < g.symbol_facts().size(); ++k) {
+        if (k > 0) out += ", ";
+        out += g.symbol_facts()[k].str();
+      }
+      out += ")";
+    }
     out += ":\n";
     for (const Node* n : g.nodes()) {
       if (n->kind() == NodeKind::Param) continue;

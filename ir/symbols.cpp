@@ -4,6 +4,7 @@
 
 #include "kiln/base/error.h"
 #include "kiln/runtime/op_def.h"
+#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln::ir {
 namespace {
@@ -32,7 +33,15 @@ void substitute_graph(Graph& g, std::span<const SymInt> replacement,
     if (node->kind() == NodeKind::FusionGroup && node->fusion_group().subgraph)
       substitute_graph(*node->fusion_group().subgraph, replacement, hints);
   }
-  g.set_symbol_hints(g.has_symbolic_types() ? hints : std::vector<int64_t>{});
+  // A fact left without symbols held at the hints, so it holds for every call: it goes.
+  std::vector<SymFact> facts;
+  for (const SymFact& f : g.symbol_facts()) {
+    SymFact s{f.lhs.substitute(replacement), f.relation, f.rhs.substitute(replacement)};
+    if (s.lhs.is_symbolic() || s.rhs.is_symbolic()) add_facts(facts, std::span(&s, 1));
+  }
+  bool symbolic = g.has_symbolic_types();
+  g.set_symbol_hints(symbolic ? hints : std::vector<int64_t>{});
+  g.set_symbol_facts(symbolic ? std::move(facts) : std::vector<SymFact>{});
 }
 
 }  // namespace
@@ -93,6 +102,17 @@ std::vector<int64_t> bind_symbols(const Graph& g, std::span<const Tensor> inputs
     int64_t have = inputs[p.input].impl()->sizes()[p.dim];
     if (want != have)
       mismatch(p.input, fmt::format("dim {} is {}, but {} is {}", p.dim, have, s.str(), want));
+  }
+  // Note [Assumed size facts]: the sizes must also satisfy what the rules assumed.
+  for (const SymFact& f : g.symbol_facts()) {
+    if (f.holds(values)) continue;
+    std::string bound;
+    for (size_t k = 0; k < values.size(); ++k)
+      bound += fmt::format("{}s{} = {}", k > 0 ? ", " : "", k, values[k]);
+    KILN_ERROR(
+        "{}: the inputs' sizes give {}, but the graph expects {} (a fact its trace assumed at "
+        "the sizes it ran at)",
+        who, bound, f.str());
   }
   return values;
 }

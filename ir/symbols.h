@@ -16,9 +16,9 @@ namespace kiln::ir {
 // sizes of the graph inputs whose types hold symbols. Throws kiln::Error, starting with `who`
 // and naming the input, its sizes and the type it was expected to have, when the sizes do not
 // fit: a dim differs from an integer size, one symbol would take two values, a symbol would be
-// 0 or 1 (sizes 0 and 1 are always specialized), or an expression dim does not evaluate to the
-// size. Input count, dtypes and devices are the caller's to check. A graph without symbols
-// binds none.
+// 0 or 1 (sizes 0 and 1 are always specialized), an expression dim does not evaluate to the
+// size, or the values break one of the graph's facts (Note [Assumed size facts]). Input count,
+// dtypes and devices are the caller's to check. A graph without symbols binds none.
 std::vector<int64_t> bind_symbols(const Graph& g, std::span<const Tensor> inputs,
                                   std::string_view who);
 
@@ -41,7 +41,8 @@ OpAttrs substitute_attrs(const AttrVTable* vt, const void* attrs,
 OpAttrs evaluate_attrs(const AttrVTable* vt, const void* attrs, std::span<const int64_t> values);
 
 // Specializes the symbols s<k> with fixed[k] to their hints and renumbers the rest s0, s1, ...
-// in order, in every type and size attribute of `g` (nested subgraphs included); a type left
+// in order, in every type, size attribute and fact of `g` (nested subgraphs included; a fact
+// left without symbols held at the hints and goes); a type left
 // without symbols becomes a plain integer type, and a graph left without symbols has no hints.
 // Returns the new number of each symbol kept (-1 for a specialized one).
 std::vector<int64_t> specialize_symbols(Graph& g, const std::vector<bool>& fixed);

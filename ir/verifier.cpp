@@ -20,6 +20,7 @@ class Verifier {
 
   void run() {
     check_params();
+    check_symbol_facts();
     std::unordered_set<const Node*> seen;
     for (size_t pos = 0; pos < nodes_.size(); ++pos) {
       const Node* n = nodes_[pos];
@@ -170,12 +171,21 @@ class Verifier {
       }
     }
     std::vector<TensorType> expected;
+    std::vector<SymFact> assumed;
     try {
-      expected = infer_op_types(op, inputs, n->attrs(), g_.symbol_hints());
+      expected = infer_op_types(op, inputs, n->attrs(), g_.symbol_hints(), &assumed);
     } catch (const Error& e) {
       KILN_ERROR("verify: {}: the op's shape or dtype rule rejects the input types: {}",
                  describe(n), e.what());
     }
+    // Note [Assumed size facts]: what the rule assumed must be among the graph's facts, or a
+    // call that breaks it would reach this node.
+    const std::vector<SymFact>& facts = g_.symbol_facts();
+    for (const SymFact& f : assumed)
+      KILN_CHECK(std::find(facts.begin(), facts.end(), f) != facts.end(),
+                 "verify: {}: {}'s rule assumes {}, which the graph's assuming(...) clause does "
+                 "not list",
+                 describe(n), op.name, f.str());
     KILN_CHECK(expected.size() == n->num_outputs(), "verify: {}: {} has {} output(s), the node {}",
                describe(n), op.name, expected.size(), n->num_outputs());
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -185,6 +195,19 @@ class Verifier {
       KILN_CHECK(got == expect,
                  "verify: {}: output {} has type {}, but {}'s rules give {} for inputs ({})",
                  describe(n), i, got.str(), op.name, expect.str(), input_types(n));
+    }
+  }
+
+  // Each fact names declared symbols only and holds at the hints (Note [Assumed size facts]).
+  void check_symbol_facts() const {
+    const std::vector<int64_t>& hints = g_.symbol_hints();
+    for (const SymFact& f : g_.symbol_facts()) {
+      for (const SymInt* side : {&f.lhs, &f.rhs})
+        for (int64_t id : side->symbols())
+          KILN_CHECK(static_cast<size_t>(id) < hints.size(),
+                     "verify: the graph assumes {}, but declares {} symbol(s)", f.str(),
+                     hints.size());
+      KILN_CHECK(f.holds(hints), "verify: the graph assumes {}, which fails at its hints", f.str());
     }
   }
 

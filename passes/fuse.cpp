@@ -318,7 +318,7 @@ class Fuser {
             outputs.push_back(v);
       }
       auto sub = std::make_shared<ir::Graph>();
-      sub->set_symbol_hints(g_.symbol_hints());
+      sub->set_symbols_from(g_);
       std::unordered_map<const ir::Value*, ir::Value*> map;
       for (ir::Value* u : inputs)
         map[u] = sub->add_input(u->type());

@@ -5,6 +5,7 @@
 #include "kiln/ir/symbols.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/op_def.h"
+#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln::passes {
 namespace {
@@ -62,6 +63,9 @@ std::optional<ExtViewGeometry> compose_view(const ir::Node& n, const ExtViewGeom
   }
   if (op.sym_shape == nullptr) return std::nullopt;
   SymMetaRef meta{base.sizes, base.strides, base.offset, in.dtype, in.device};
+  // The rule may assume what it assumed when the view was traced (Note [Assumed size facts]);
+  // those facts are the graph's, and every call that reaches the kernel satisfies them.
+  SymAssumptions scope(n.owning_graph()->symbol_hints());
   SymOutputGeometry g = op.sym_shape(op, std::span(&meta, 1), n.attrs()).at(0);
   return ExtViewGeometry{base.root, std::move(g.sizes), std::move(g.strides), g.storage_offset};
 }

@@ -197,7 +197,7 @@ Partition partition_joint_graph(const ir::Graph& joint, const JointLayout& layou
   // Both halves keep the joint graph's symbols (Note [Symbolic types]); the backward binds them
   // from the saved tensors and tangents it is called with.
   for (ir::Graph* g : {p.forward.get(), p.backward.get()})
-    if (g->has_symbolic_types()) g->set_symbol_hints(joint.symbol_hints());
+    if (g->has_symbolic_types()) g->set_symbols_from(joint);
   return p;
 }
 

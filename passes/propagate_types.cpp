@@ -21,13 +21,15 @@ bool set_type(ir::Value* v, const ir::TensorType& t) {
   return true;
 }
 
-bool propagate_op(ir::Node* n, const ir::ValueNames& names, std::span<const int64_t> hints) {
+// A fact the rule assumes (Note [Assumed size facts]) joins the graph's.
+bool propagate_op(ir::Node* n, const ir::ValueNames& names, ir::Graph& graph) {
   std::vector<ir::TensorType> inputs;
   for (const ir::Value* v : n->inputs())
     inputs.push_back(v->type());
   std::vector<ir::TensorType> outputs;
+  std::vector<SymFact> facts = graph.symbol_facts();
   try {
-    outputs = ir::infer_op_types(*n->op(), inputs, n->attrs(), hints);
+    outputs = ir::infer_op_types(*n->op(), inputs, n->attrs(), graph.symbol_hints(), &facts);
   } catch (const Error& e) {
     KILN_ERROR("propagate_types: {}: the op's rules reject the input types ({}): {}",
                ir::describe_node(*n, names), type_list(inputs), e.what());
@@ -36,6 +38,10 @@ bool propagate_op(ir::Node* n, const ir::ValueNames& names, std::span<const int6
              "propagate_types: {}: {} has {} output(s), the node {}", ir::describe_node(*n, names),
              n->op()->name, outputs.size(), n->num_outputs());
   bool changed = false;
+  if (facts.size() != graph.symbol_facts().size()) {
+    graph.set_symbol_facts(std::move(facts));
+    changed = true;
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     changed = set_type(n->output(i), outputs[i]) || changed;
   return changed;
@@ -48,7 +54,7 @@ bool propagate_fusion_group(ir::Node* n) {
     return false;  // malformed; the verifier says what is wrong with it
   }
   // A subgraph read from text without a symbols clause uses its enclosing graph's symbols.
-  if (sub->symbol_hints().empty()) sub->set_symbol_hints(n->owning_graph()->symbol_hints());
+  if (sub->symbol_hints().empty()) sub->set_symbols_from(*n->owning_graph());
   bool changed = false;
   for (size_t i = 0; i < n->num_inputs(); ++i)
     changed = set_type(sub->input(i), n->input(i)->type()) || changed;
@@ -76,7 +82,7 @@ bool propagate_types(ir::Graph& graph) {
         }
         break;
       case ir::NodeKind::Op:
-        changed = propagate_op(n, names, graph.symbol_hints()) || changed;
+        changed = propagate_op(n, names, graph) || changed;
         break;
       case ir::NodeKind::FusionGroup:
         changed = propagate_fusion_group(n) || changed;

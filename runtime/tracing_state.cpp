@@ -6,6 +6,7 @@
 #include "kiln/base/error.h"
 #include "kiln/runtime/dispatch_key.h"
 #include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/op_table.h"
 
 namespace kiln {
@@ -87,6 +88,25 @@ std::optional<SymShape> TracingState::symbolic_sizes(const Tensor&) {
 void TracingState::on_sym_sizes_read(std::span<const SymInt>, std::string_view) {}
 int64_t TracingState::symbolic_size_value(const SymInt& s) {
   return s.expect_int("a symbolic size outside a trace with symbolic sizes");
+}
+bool TracingState::decide_fact(const SymFact& fact) {
+  return SymFact::compare(
+      fact.relation, fact.lhs.expect_int("a size compared outside a trace with symbolic sizes"),
+      fact.rhs.expect_int("a size compared outside a trace with symbolic sizes"));
+}
+
+bool guard_size_fact(const SymFact& fact) {
+  std::optional<int64_t> a = fact.lhs.maybe_int(), b = fact.rhs.maybe_int();
+  if (a && b) return SymFact::compare(fact.relation, *a, *b);
+  // Decided for every value of the symbols (each at least 2): no guard needed.
+  if (std::optional<int64_t> least = rules::least_value(fact.lhs - fact.rhs); least && *least > 0)
+    return SymFact::compare<int64_t>(fact.relation, 1, 0);
+  if (std::optional<int64_t> least = rules::least_value(fact.rhs - fact.lhs); least && *least > 0)
+    return SymFact::compare<int64_t>(fact.relation, 0, 1);
+  if (fact.lhs == fact.rhs) return SymFact::compare<int64_t>(fact.relation, 0, 0);
+  KILN_CHECK(t_state != nullptr, "the sizes {} were compared outside the trace that made them",
+             fact.str());
+  return t_state->decide_fact(fact);
 }
 
 namespace detail {

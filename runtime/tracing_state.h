@@ -71,6 +71,12 @@ class TracingState {
   virtual void on_sym_sizes_read(std::span<const SymInt> sizes, std::string_view what);
   // The value of `s` at the traced sizes; the default expects an integer.
   virtual int64_t symbolic_size_value(const SymInt& s);
+  // Code branched on `fact`, a relation between sizes over the recorder's symbols (torch's guard
+  // on a SymInt comparison): whether it holds at the traced sizes. A recorder with symbolic
+  // sizes keeps the outcome, the fact or its negation, as a fact of the graph (Note [Assumed
+  // size facts], runtime/sym_assumptions.h) instead of specializing the symbols; the default
+  // expects integers.
+  virtual bool decide_fact(const SymFact& fact);
   // `sizes` with the symbols the recorder has specialized since they were recorded replaced by
   // their values (sizes saved earlier in the trace); the default returns them as they are.
   virtual SymShape resolve_symbols(const SymShape& sizes) { return sizes; }
@@ -114,6 +120,10 @@ namespace detail {
 // An integer is returned as it is.
 int64_t read_sym_int(const SymInt& s, std::string_view what);
 }  // namespace detail
+
+// Whether `fact` holds: decided by its integers, or over symbols by the current recorder
+// (TracingState::decide_fact), which makes the outcome a guard of the graph.
+bool guard_size_fact(const SymFact& fact);
 
 bool is_tracing();
 

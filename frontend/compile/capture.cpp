@@ -17,6 +17,7 @@
 #include "kiln/passes/pipeline.h"
 #include "kiln/runtime/api/autograd.h"
 #include "kiln/runtime/dispatcher.h"
+#include "kiln/runtime/sym_assumptions.h"
 #include "kiln/runtime/tracing_state.h"
 
 namespace kiln::compile_detail {
@@ -444,6 +445,9 @@ std::shared_ptr<Plan> capture_plan(const Fn& fn, const std::vector<Tensor>& inpu
     for (size_t k = 0; k < plan->forward->symbol_hints().size(); ++k)
       plan->guards.push_back(
           SymFact{SymInt::symbol(static_cast<int64_t>(k)), SymFact::Relation::kGe, 2});
+    // And what the shape rules assumed (Note [Assumed size facts]), in either half.
+    for (const auto& g : {plan->joint, plan->forward, plan->backward})
+      if (g) add_facts(plan->guards, g->symbol_facts());
   }
   return plan;
 }

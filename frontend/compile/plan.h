@@ -85,7 +85,7 @@ struct Plan {
   std::vector<SymbolicDim> symbolic_dims;
   // What a call's symbol values must satisfy besides binding consistently (duck-sized dims are
   // one symbol, so their equality needs no fact): every symbol at least 2, as sizes 0 and 1
-  // are specialized.
+  // are specialized, and the facts the shape rules assumed (Note [Assumed size facts]).
   std::vector<SymFact> guards;
 };
 

@@ -125,7 +125,8 @@ void index_select_kernel(const OpDef& op, std::span<const Tensor> outputs,
 // ---- gather / scatter_add ----
 // index.size(k) <= x.size(k) for every k != dim (and, for scatter_add, <= src.size(k) for
 // every k); all tensors have the same number of dimensions.
-// Over symbols, a size must be no larger for every value of the symbols (rules::always_le).
+// Over symbols, a size must be no larger for every value of the symbols or assumed no larger
+// (rules::le_or_assumed).
 template <class Ref>
 void check_index_fits(const OpDef& op, const Ref& x, const Ref& index, int64_t dim,
                       const Ref* src) {
@@ -133,7 +134,7 @@ void check_index_fits(const OpDef& op, const Ref& x, const Ref& index, int64_t d
              "{}: index (shape {}) must have as many dimensions as the input (shape {})", op.name,
              shape_str(index.sizes), shape_str(x.sizes));
   for (size_t k = 0; k < x.sizes.size(); ++k) {
-    KILN_CHECK(static_cast<int64_t>(k) == dim || rules::always_le(index.sizes[k], x.sizes[k]),
+    KILN_CHECK(static_cast<int64_t>(k) == dim || rules::le_or_assumed(index.sizes[k], x.sizes[k]),
                "{}: index of shape {} is larger than the input of shape {} at dimension {} (only "
                "dimension {} may be larger)",
                op.name, shape_str(index.sizes), shape_str(x.sizes), k, dim);
@@ -143,7 +144,7 @@ void check_index_fits(const OpDef& op, const Ref& x, const Ref& index, int64_t d
              "{}: src (shape {}) must have as many dimensions as the input (shape {})", op.name,
              shape_str(src->sizes), shape_str(x.sizes));
   for (size_t k = 0; k < x.sizes.size(); ++k) {
-    KILN_CHECK(rules::always_le(index.sizes[k], src->sizes[k]),
+    KILN_CHECK(rules::le_or_assumed(index.sizes[k], src->sizes[k]),
                "{}: index of shape {} is larger than src of shape {} at dimension {}", op.name,
                shape_str(index.sizes), shape_str(src->sizes), k);
   }

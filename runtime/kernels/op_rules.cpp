@@ -1,5 +1,7 @@
 #include "kiln/runtime/kernels/op_rules.h"
 
+#include "kiln/runtime/sym_assumptions.h"
+
 namespace kiln::rules {
 namespace {
 
@@ -64,6 +66,12 @@ std::optional<int64_t> least_value(const SymInt& s) {
     least += term;
   }
   return least;
+}
+
+bool at_least(const SymInt& expr, int64_t least) {
+  std::optional<int64_t> known = least_value(expr);
+  if (known && *known >= least) return true;
+  return SymAssumptions::assume(kiln::at_least(expr, least));
 }
 
 SymShapeRule symbolic_twin(ShapeRule rule) {

@@ -53,6 +53,15 @@ inline bool always_le(const SymInt& a, const SymInt& b) {
   return least && *least >= 0;
 }
 
+// Whether expr >= least for every value of the symbols, or else assumed (Note [Assumed size
+// facts], runtime/sym_assumptions.h): true when the fact holds at the sizes being traced, which
+// records it as a guard of the graph. False where neither: the rule refuses.
+bool at_least(const SymInt& expr, int64_t least);
+// Whether a <= b, known for every value of the symbols or assumed as at_least does.
+inline bool le_or_assumed(const SymInt& a, const SymInt& b) {
+  return always_le(a, b) || at_least(b - a, 0);
+}
+
 // Input 0's dtype.
 DType same_dtype(const OpDef& op, std::span<const MetaRef> inputs, const void* attrs, size_t);
 

@@ -57,7 +57,8 @@ std::vector<rules::GeometryOf<Ref>> sort_shape(const OpDef& op, std::span<const 
 }
 
 // k against a symbolic size holds for every value of it only up to 2 (Note [Symbolic sizes]:
-// every symbol is at least 2); a larger k refuses, and the tracer specializes the dim.
+// every symbol is at least 2); a larger k is assumed to fit (Note [Assumed size facts]) or
+// refuses, and the tracer specializes the dim.
 template <class Ref>
 std::vector<rules::GeometryOf<Ref>> topk_shape(const OpDef& op, std::span<const Ref> in,
                                                const void* attrs) {
@@ -68,7 +69,7 @@ std::vector<rules::GeometryOf<Ref>> topk_shape(const OpDef& op, std::span<const 
   using Size = typename rules::SizesOf<Ref>::value_type;
   Size size = sizes.empty() ? Size(1) : Size(sizes[static_cast<size_t>(d)]);
   std::optional<int64_t> known = SymInt(size).maybe_int();
-  KILN_CHECK(a.k >= 0 && (known ? a.k <= *known : a.k <= 2),
+  KILN_CHECK(a.k >= 0 && (known ? a.k <= *known : rules::at_least(SymInt(size), a.k)),
              "{}(): selected index k out of range: k = {} but dimension {} has size {} (input "
              "shape {})",
              op.name, a.k, d, size, shape_str(sizes));

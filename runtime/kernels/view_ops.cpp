@@ -10,6 +10,7 @@
 #include "kiln/runtime/kernels/op_rules.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln {
 
@@ -286,18 +287,23 @@ std::vector<rules::GeometryOf<Ref>> unsqueeze_shape(const OpDef& op, std::span<c
 }
 
 // A slice bound as Python slices take it (negative counts from the end, out of range clamps)
-// against a dim of `size`; over a symbolic size, only where the clamp is known for every value
-// of the symbols: 0..2, "to the end", or -2..-1 from the end. Others throw, and the tracer
-// specializes the dim.
+// against a dim of `size`. Over a symbolic size the clamp must be known for every value of the
+// symbols or assumed (Note [Assumed size facts]): `x[:4]` is 4 rows given s0 >= 4, and all of
+// them given s0 <= 4. A bound whose clamp is neither refuses, and the tracer specializes.
 int64_t clamp_slice_bound(int64_t v, int64_t size) {
   if (v < 0) v += size;
   return std::clamp<int64_t>(v, 0, size);
 }
 SymInt clamp_slice_bound(int64_t v, const SymInt& size) {
   if (size.maybe_int()) return clamp_slice_bound(v, *size.maybe_int());
-  if (v >= 0 && v <= 2) return v;
   if (v >= INT64_MAX / 2) return size;
-  if (v < 0 && v >= -2) return size + v;
+  if (v >= 0) {
+    if (rules::at_least(size, v)) return v;
+    if (SymAssumptions::assume(SymFact{size, SymFact::Relation::kLe, v})) return size;
+  } else {
+    if (rules::at_least(size, -v)) return size + v;
+    if (SymAssumptions::assume(SymFact{size, SymFact::Relation::kLe, -v})) return 0;
+  }
   KILN_ERROR("slice: bound {} against the symbolic size {} depends on its value", v, size);
 }
 
@@ -321,14 +327,16 @@ std::vector<rules::GeometryOf<Ref>> slice_shape(const OpDef& op, std::span<const
     // step near INT64_MAX. A dimension of one element keeps its stride: the step never applies.
     g.sizes[d] = end == start ? 0 : (end - start - 1) / a.step + 1;
     g.strides[d] = g.sizes[d] > 1 ? x.strides[d] * a.step : x.strides[d];
-  } else {
-    std::optional<int64_t> least = rules::least_value(end - start);
-    KILN_CHECK(least && *least >= 0,
-               "{}: slice [{}, {}) of the symbolic size {} may be empty or reversed", op.name,
-               start, end, size);
+  } else if (rules::at_least(end - start, 0)) {
     // Floor division: an empty slice (end == start) gives 0.
     g.sizes[d] = floordiv(end - start - 1, a.step) + 1;
     g.strides[d] = a.step == 1 ? x.strides[d] : x.strides[d] * a.step;
+  } else {
+    // A reversed slice ([4:2]) is empty, as Python's.
+    KILN_CHECK(rules::at_least(start - end, 0),
+               "{}: slice [{}, {}) of the symbolic size {} may be empty or reversed", op.name,
+               start, end, size);
+    g.sizes[d] = 0;
   }
   g.storage_offset += start * x.strides[d];
   return {std::move(g)};
@@ -344,9 +352,11 @@ std::vector<rules::GeometryOf<Ref>> select_shape(const OpDef& op, std::span<cons
   KILN_CHECK(nd > 0, "{}: cannot select from a 0-dim tensor", op.name);
   int64_t d = wrap_dim(op.name, a.dim, nd);
   const Size& size = x.sizes[d];
-  // Over a symbolic size only indices in bounds for every value of it: -2..1.
+  // Over a symbolic size, an index in bounds for every value of it (-2..1) or assumed in bounds
+  // (Note [Assumed size facts]).
   std::optional<int64_t> known = SymInt(size).maybe_int();
-  KILN_CHECK(known ? a.index >= -*known && a.index < *known : a.index >= -2 && a.index < 2,
+  KILN_CHECK(known ? a.index >= -*known && a.index < *known
+                   : rules::at_least(size, a.index < 0 ? -a.index : a.index + 1),
              "{}: index {} is out of bounds for dimension {} with size {} (shape {})", op.name,
              a.index, d, size, shape_str(x.sizes));
   Size index = a.index < 0 ? size + a.index : Size(a.index);

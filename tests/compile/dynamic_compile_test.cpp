@@ -139,6 +139,59 @@ TEST(DynamicCompile, ASizeReadAsAnIntegerSpecializesTheDimAndSaysWhere) {
       << err;
 }
 
+// Note [Assumed size facts]: x[:4], row 2 and the top 3 of a symbolic dim are what one plan
+// computes for every call with at least 4 rows. The plan lists those facts among its guards; a
+// call with 3 rows breaks s0 >= 4 and compiles again, and the log says so.
+TEST(DynamicCompile, BoundsThatDependOnASizeBecomeGuards) {
+  auto saved = kiln::set_log_topics({"recompiles"});
+  kiln::manual_seed(4);
+  Fn fn = [](const std::vector<Tensor>& in) {
+    Tensor x = in[0];
+    return std::vector<Tensor>{(x.slice(0, 0, 4) * 2.0).sum({0}) + x.select(0, 2),
+                               std::get<0>(kiln::topk(x, 3, 0)).exp()};
+  };
+  CompiledFunction f = kiln::compile(fn, {.name = "heads", .dynamic = true});
+  testing::internal::CaptureStderr();
+  for (int64_t rows : {8, 6, 13, 7, 3}) {
+    Tensor x = kiln::randn({rows, 3});
+    Tensor xc = x.detach().requires_grad_(), xe = x.detach().requires_grad_();
+    std::vector<Tensor> yc = f({xc}), ye = fn({xe});
+    Tensor gc = kiln::autograd::grad({yc[0].sum() + yc[1].sum()}, {xc})[0];
+    Tensor ge = kiln::autograd::grad({ye[0].sum() + ye[1].sum()}, {xe})[0];
+    expect_all_close({yc[0], yc[1], gc}, {ye[0], ye[1], ge}, kReductionTol);
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  kiln::set_log_topics(saved);
+  // One plan for 8, 6, 13 and 7 rows; the second for 3 rows.
+  EXPECT_EQ(f.stats().compiles, 2) << err;
+  EXPECT_NE(err.find("but the graph expects s0 >= 4"), std::string::npos) << err;
+}
+
+// Rows flattened from two symbolic dims ([s0*s1, 8]) make a loop that runs to s0*s1: its
+// kernel takes that product as a size parameter of its own (FusionGroupAttrs::size_args), so
+// the group is one kernel at every size instead of ops run one by one.
+TEST(DynamicCompile, AGroupOverFlattenedRowsIsOneKernelAtEverySize) {
+  auto saved = kiln::set_log_topics({"fallbacks"});
+  kiln::manual_seed(9);
+  Tensor bias = kiln::randn({8});
+  Fn fn = [=](const std::vector<Tensor>& in) {
+    Tensor rows = in[0].reshape_symint({-1, 8});
+    return std::vector<Tensor>{kiln::gelu(rows + bias) * 0.5};
+  };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  testing::internal::CaptureStderr();
+  for (auto [b, s] : {std::pair{4, 6}, {3, 5}, {7, 2}}) {
+    std::vector<Tensor> in{kiln::randn({b, s, 8})};
+    expect_all_close(f(in), fn(in), kPointwiseTol);
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  kiln::set_log_topics(saved);
+  EXPECT_EQ(f.stats().compiles, 1) << f.dump();
+  EXPECT_EQ(f.stats().forward_kernels, 1) << f.dump();
+  EXPECT_EQ(err.find("not lowered to one kernel"), std::string::npos) << err;
+  EXPECT_NE(f.dump().find("# %e0 = s0*s1"), std::string::npos) << f.dump();
+}
+
 TEST(DynamicCompile, DuckSizedDimsMustStayEqual) {
   kiln::manual_seed(5);
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].exp() + 1.0}; };

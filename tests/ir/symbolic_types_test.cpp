@@ -13,6 +13,7 @@
 #include "kiln/runtime/kernels/sort_attrs.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln::ir {
 namespace {
@@ -243,7 +244,7 @@ TEST(SymbolicTypes, SymbolicRulesAgreeWithIntegerRules) {
 }
 
 // A bound or an index that holds for every value of a symbol (each is at least 2) keeps it; one
-// that depends on its value is refused (and a trace specializes the symbol).
+// that depends on its value is refused outside a SymAssumptions scope (the next test has one).
 TEST(SymbolicTypes, SliceSelectAndTopkHoldOverSymbolsOnlyWhereTheBoundsDoNotDependOnThem) {
   const OpTable& table = OpTable::instance();
   SymShape sizes{s0, 3}, strides{3, 1};
@@ -274,6 +275,75 @@ TEST(SymbolicTypes, SliceSelectAndTopkHoldOverSymbolsOnlyWhereTheBoundsDoNotDepe
   EXPECT_EQ(table.get("topk").sym_shape(table.get("topk"), std::span(&x, 1), &two)[0].sizes,
             (SymShape{2, 3}));
   EXPECT_THROW(geometry("topk", &three), Error);
+}
+
+// Note [Assumed size facts]: inside a SymAssumptions scope, a bound that depends on a symbol's
+// value is assumed where it holds at the hints, and the scope records the fact.
+TEST(SymbolicTypes, BoundsThatDependOnASymbolAreAssumedWhereTheyHoldAtTheHints) {
+  const OpTable& table = OpTable::instance();
+  SymShape sizes{s0, 3}, strides{3, 1};
+  SymMetaRef x{sizes, strides, 0, kFloat32, kCPU};
+  auto assumed = [&](std::vector<int64_t> hints, const char* op, const void* attrs,
+                     std::vector<SymFact>* facts) {
+    SymAssumptions scope(hints);
+    const OpDef& def = table.get(op);
+    SymOutputGeometry g = def.sym_shape(def, std::span<const SymMetaRef>(&x, 1), attrs).at(0);
+    *facts = scope.facts();
+    return g;
+  };
+  using R = SymFact::Relation;
+  std::vector<SymFact> facts;
+  SliceAttrs head{0, 0, 4, 1};  // x[:4]
+  EXPECT_EQ(assumed({8}, "slice", &head, &facts).sizes, (SymShape{4, 3}));
+  EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 4}}));
+  // At a hint of 3, x[:4] is every row, given s0 <= 4.
+  EXPECT_EQ(assumed({3}, "slice", &head, &facts).sizes, (SymShape{s0, 3}));
+  EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kLe, 4}}));
+  SliceAttrs last3{0, -3, INT64_MAX, 1};  // x[-3:]
+  SymOutputGeometry g = assumed({8}, "slice", &last3, &facts);
+  EXPECT_EQ(g.sizes, (SymShape{3, 3}));
+  EXPECT_EQ(g.storage_offset, (s0 - 3) * 3);
+  EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 3}}));
+  SliceAttrs inner{0, 2, -1, 1};  // x[2:-1]: s0 - 3 rows, which must not be negative
+  EXPECT_EQ(assumed({8}, "slice", &inner, &facts).sizes, (SymShape{s0 - 3, 3}));
+  EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 3}}));
+  SliceAttrs reversed{0, 4, 2, 1};  // x[4:2]: empty
+  EXPECT_EQ(assumed({8}, "slice", &reversed, &facts).sizes, (SymShape{0, 3}));
+  EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 4}}));
+  SelectAttrs third{0, 2};
+  EXPECT_EQ(assumed({8}, "select", &third, &facts).storage_offset, SymInt(6));
+  EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 3}}));
+  TopkAttrs three{3, 0};
+  EXPECT_EQ(assumed({8}, "topk", &three, &facts).sizes, (SymShape{3, 3}));
+  EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 3}}));
+  // Out of bounds at the hints: nothing to assume.
+  EXPECT_THROW(assumed({2}, "select", &third, &facts), Error);
+  EXPECT_THROW(assumed({2}, "topk", &three, &facts), Error);
+}
+
+// A graph's facts: a call whose sizes break one does not bind, and specializing a symbol drops
+// the facts left without symbols and renumbers the others.
+TEST(SymbolicTypes, CallsMustSatisfyTheGraphsFacts) {
+  auto g = parse(R"(graph(%x : f32[s0, s1]) symbols(s0 = 8, s1 = 6) assuming(s0 >= 4, s1 >= 3):
+  %0 : f32[4, s1] = slice(%x) {dim=0, start=0, end=4, step=1}
+  %1 : f32[s0, 3] strided[s1, 1] = slice(%x) {dim=1, start=-3, end=9223372036854775807, step=1}
+  return (%0, %1)
+)");
+  verify(*g);
+  std::vector<Tensor> fits{kiln::zeros({5, 3})}, breaks{kiln::zeros({3, 7})};
+  EXPECT_EQ(bind_symbols(*g, fits, "test"), (std::vector<int64_t>{5, 3}));
+  try {
+    bind_symbols(*g, breaks, "test");
+    ADD_FAILURE() << "s0 = 3 breaks s0 >= 4";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the inputs' sizes give s0 = 3, s1 = 7, but the graph "
+                                         "expects s0 >= 4"),
+              std::string::npos)
+        << e.what();
+  }
+  specialize_symbols(*g, {true, false});
+  EXPECT_EQ(g->symbol_facts(), (std::vector<SymFact>{{s0, SymFact::Relation::kGe, 3}}));
+  verify(*g);
 }
 
 }  // namespace

@@ -253,6 +253,30 @@ def test_a_sym_int_read_as_an_integer_specializes(capfd):
         capfd.readouterr().err)
 
 
+def test_a_comparison_of_sizes_is_a_guard_not_a_specialization(capfd):
+    # As torch's guards: the branch taken at the traced size becomes a fact of the plan
+    # (s0 >= 4), and the plan serves every size that satisfies it.
+    @kiln.compile(dynamic=True, name="branchy")
+    def branchy(x):
+        if x.shape[0] >= 4:
+            return x[:4] * 2.0 + x[-1]
+        return x * 3.0
+
+    old = kiln.set_logs(["recompiles"])
+    try:
+        for rows in (6, 5, 9, 3, 2, 4):
+            x = kiln.randn(rows, 7)
+            want = x[:4] * 2.0 + x[-1] if rows >= 4 else x * 3.0
+            assert _close(branchy(x), want)
+    finally:
+        kiln.set_logs(old)
+    # One plan for 6, 5, 9 and 4 rows (s0 >= 4), one for 3 and 2 (s0 < 4).
+    assert branchy.stats()["compiles"] == 2
+    err = capfd.readouterr().err
+    assert "but the graph expects s0 >= 4" in err
+    assert "specialized" not in err
+
+
 def test_a_training_step_written_with_x_shape_compiles_once_for_every_size():
     kiln.manual_seed(3)
     d, heads = 16, 2

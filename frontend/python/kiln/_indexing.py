@@ -8,6 +8,7 @@ Writes with tensor indices call index_put_ on the basic-indexed view; the others
 fill_ it."""
 
 import builtins
+import sys
 
 from . import _C
 
@@ -75,13 +76,14 @@ def _basic(self, key):
                     f"index {k} is out of bounds for dimension {dim} with size {size}")
             out = out.select(dim, k)
         elif isinstance(k, slice):
-            size = out.shape[dim]
-            start, stop, step = k.indices(size)
+            # The bounds go to the slice op as written: it clamps them as Python does, also
+            # against a symbolic size, where slice.indices would read the size as an integer.
+            step = 1 if k.step is None else builtins.int(k.step)
             if step <= 0:
                 raise ValueError("step must be greater than zero")
-            if stop < start:
-                stop = start
-            if (start, stop, step) != (0, size, 1):
+            if k.start is not None or k.stop is not None or step != 1:
+                start = 0 if k.start is None else builtins.int(k.start)
+                stop = sys.maxsize if k.stop is None else builtins.int(k.stop)
                 out = out.slice(dim, start, stop, step)
             dim += 1
         elif isinstance(k, Tensor):

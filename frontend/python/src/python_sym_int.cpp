@@ -77,8 +77,9 @@ nb::object compare(const PySymInt& self, nb::handle other, Cmp cmp) {
     std::optional<int64_t> small = o->maybe_int();
     if (is_lone_symbol(self.value) && small && (*small == 0 || *small == 1))
       return nb::bool_(holds(cmp, 2, static_cast<double>(*small)));
-    return nb::bool_(
-        holds(cmp, static_cast<double>(read(self.value)), static_cast<double>(read(*o))));
+    // Anything else is a guard of the trace, as torch's: the outcome at the traced sizes
+    // becomes a fact of the graph (Note [Assumed size facts]), and the symbols stay.
+    return nb::bool_(guard_size_fact(SymFact{self.value, cmp, *o}));
   }
   if (PyFloat_Check(other.ptr()))
     return nb::bool_(holds(cmp, static_cast<double>(read(self.value)), nb::cast<double>(other)));
