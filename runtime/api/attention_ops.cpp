@@ -10,28 +10,51 @@
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/attention_attrs.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 namespace {
 
 constexpr const char* kName = "scaled_dot_product_attention";
 
-Shape batch_of(const Tensor& t) {
-  return Shape(t.sizes().begin(), t.sizes().end() - 2);
+// Sizes are SymInts (Note [Size reads while tracing]): under a symbolic trace the batch and
+// sequence lengths stay symbolic, compared as expressions; only a mismatch between expressions
+// compares the integers (which specializes them).
+SymShape batch_of(const Tensor& t) {
+  SymShape s = t.sym_sizes();
+  return SymShape(s.begin(), s.end() - 2);
 }
 
 // Whether `from` broadcasts to `to` (dims aligned from the right, each equal or 1).
-bool broadcasts_to(const Shape& from, const Shape& to) {
+template <class Sizes>
+bool broadcasts_to(const Sizes& from, const Sizes& to) {
   if (from.size() > to.size()) return false;
   size_t shift = to.size() - from.size();
   for (size_t d = 0; d < from.size(); ++d)
-    if (from[d] != 1 && from[d] != to[d + shift]) return false;
+    if (!(from[d] == 1) && !(from[d] == to[d + shift])) return false;
   return true;
 }
 
-Shape with_last_two(Shape batch, int64_t a, int64_t b) {
-  batch.push_back(a);
-  batch.push_back(b);
+// Integer sizes from expressions that did not match as such: a read that specializes them.
+Shape read_ints(const SymShape& sizes) {
+  Shape out;
+  for (const SymInt& s : sizes)
+    out.push_back(detail::read_sym_int(s, "scaled_dot_product_attention's sizes compared"));
+  return out;
+}
+
+// The broadcast of the batch shapes, as expressions where they match as such.
+SymShape broadcast_batch(const SymShape& a, const SymShape& b) {
+  try {
+    return broadcast_shapes(kName, a, b);
+  } catch (const Error&) {
+    return to_sym_shape(broadcast_shapes(kName, read_ints(a), read_ints(b)));
+  }
+}
+
+SymShape with_last_two(SymShape batch, SymInt a, SymInt b) {
+  batch.push_back(std::move(a));
+  batch.push_back(std::move(b));
   return batch;
 }
 
@@ -82,15 +105,17 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   KILN_CHECK(query.device() == key.device() && query.device() == value.device(),
              "{}: expected query, key and value on one device, got {}, {} and {}", kName,
              query.device(), key.device(), value.device());
-  int64_t L = query.size(-2), E = query.size(-1), S = key.size(-2), Ev = value.size(-1);
-  KILN_CHECK(key.size(-1) == E && value.size(-2) == S,
+  SymInt L = query.sym_size(-2), E = query.sym_size(-1), S = key.sym_size(-2),
+         Ev = value.sym_size(-1);
+  KILN_CHECK((key.sym_size(-1) == E || key.size(-1) == query.size(-1)) &&
+                 (value.sym_size(-2) == S || value.size(-2) == key.size(-2)),
              "{}: query {}, key {} and value {} do not fit [..., L, E], [..., S, E] and [..., S, "
              "Ev]",
              kName, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
   KILN_CHECK(dropout_p >= 0 && dropout_p <= 1,
              "{}: dropout probability has to be between 0 and 1, but got {}", kName, dropout_p);
-  Shape batch = broadcast_shapes(kName, batch_of(query), batch_of(key));
-  batch = broadcast_shapes(kName, batch, batch_of(value));
+  SymShape batch = broadcast_batch(batch_of(query), batch_of(key));
+  batch = broadcast_batch(batch, batch_of(value));
   Tensor mask = attn_mask;
   if (mask.defined()) {
     KILN_CHECK(!is_causal, "{}: Explicit attn_mask should not be set when is_causal=True", kName);
@@ -100,20 +125,24 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                kName, mask.dtype(), dt);
     KILN_CHECK(mask.device() == query.device(), "{}: expected attn_mask on {}, got {}", kName,
                query.device(), mask.device());
-    Shape full = with_last_two(batch, L, S);
-    KILN_CHECK(broadcasts_to(mask.sizes(), full),
-               "{}: attn_mask of shape {} does not broadcast to {} ([..., L, S])", kName,
-               shape_str(mask.sizes()), shape_str(full));
+    SymShape full = with_last_two(batch, L, S);
+    KILN_CHECK(
+        broadcasts_to(mask.sym_sizes(), full) || broadcasts_to(mask.sizes(), read_ints(full)),
+        "{}: attn_mask of shape {} does not broadcast to {} ([..., L, S])", kName,
+        shape_str(mask.sizes()), shape_str(read_ints(full)));
     if (mask.dtype() != kBool && mask.dtype() != dt) mask = mask.to(dt);
   }
-  double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(E)));
+  // The fused op computes the default scale from the call's head dim; the composite reads it.
+  auto scale_value = [&] {
+    return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+  };
   bool mask_needs_grad = mask.defined() && mask.requires_grad() && GradMode::is_enabled();
   if (dropout_p > 0 || mask_needs_grad)
-    return composite_attention(query, key, value, mask, dropout_p, is_causal, s);
+    return composite_attention(query, key, value, mask, dropout_p, is_causal, scale_value());
   // The fused ops take one batch shape for every input: broadcasting is a view.
-  AttentionAttrs a{s, is_causal, mask.defined()};
-  auto fit = [](const Tensor& t, const Shape& sizes) {
-    return t.sizes() == sizes ? t : t.expand(sizes);
+  AttentionAttrs a{scale ? std::optional<Scalar>(*scale) : std::nullopt, is_causal, mask.defined()};
+  auto fit = [](const Tensor& t, const SymShape& sizes) {
+    return t.sym_sizes() == sizes ? t : t.expand_symint(sizes);
   };
   std::vector<Tensor> in = {fit(query, with_last_two(batch, L, E)),
                             fit(key, with_last_two(batch, S, E)),

@@ -4,6 +4,7 @@
 
 #include "kiln/base/call_site.h"
 #include "kiln/base/philox.h"
+#include "kiln/runtime/api/pointwise_ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/factory_attrs.h"
 #include "kiln/runtime/op_table.h"
@@ -67,6 +68,14 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   ArangeAttrs a{start, end, step, options.dtype_or(all_int ? kInt64 : kDefaultFloat),
                 options.device_or()};
   return finish(call_op1(op, {}, a), options);
+}
+
+Tensor arange_symint(const SymInt& end, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
+  if (std::optional<int64_t> n = end.maybe_int()) return arange(*n, options);
+  DType dtype = options.dtype_or(kInt64);
+  Tensor ones = full_symint({end}, 1, options.dtype(dtype));
+  return sub(ones.cumsum(0).to(dtype), 1);
 }
 
 namespace {

@@ -31,6 +31,11 @@ Tensor arange(const Scalar& end, TensorOptions options = {},
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
               TensorOptions options = {},
               std::source_location loc = std::source_location::current());
+// 0, 1, ..., end - 1 (int64 without a dtype in `options`) for an end that may be symbolic
+// (torch's arange with a SymInt end): over a symbol, the running sum of `end` ones, whose shape
+// rule holds over symbols where arange's integer end would specialize it.
+Tensor arange_symint(const SymInt& end, TensorOptions options = {},
+                     std::source_location loc = std::source_location::current());
 // uniform on [0, 1)
 Tensor rand(Shape size, TensorOptions options = {},
             std::source_location loc = std::source_location::current());

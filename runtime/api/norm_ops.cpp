@@ -4,9 +4,11 @@
 
 #include "kiln/base/call_site.h"
 #include "kiln/base/error.h"
+#include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/pointwise_ops.h"
 #include "kiln/runtime/api/reduction_ops.h"
 #include "kiln/runtime/autograd/grad_mode.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 namespace {
@@ -54,6 +56,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   KILN_CHECK(input.dim() >= 2,
              "batch_norm: expected an input of shape [N, C, ...] with 2 or more dims, got {}",
              shape_str(input.sizes()));
+  // Only the channel count is read as an integer (Note [Size reads while tracing]): a symbolic
+  // batch and spatial sizes stay symbolic.
   int64_t c = input.size(1), nd = input.dim();
   check_channel_param("batch_norm", "weight", weight, input, c);
   check_channel_param("batch_norm", "bias", bias, input, c);
@@ -64,8 +68,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     reduce.push_back(d);
   Tensor mean_, var_;
   if (training) {
-    int64_t per_channel_count = c == 0 ? 0 : input.numel() / c;
-    KILN_CHECK(per_channel_count > 1,
+    SymInt per_channel_count = c == 0 ? SymInt(0) : floordiv(input.sym_numel(), c);
+    KILN_CHECK(guard_size_fact({per_channel_count, SymFact::Relation::kGt, 1}),
                "batch_norm: Expected more than 1 value per channel when training, got input size "
                "{}",
                shape_str(input.sizes()));
@@ -76,9 +80,13 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
       if (running_mean.defined())
         running_mean.mul_(1 - momentum).add_(mean_.detach().reshape({c}), momentum);
       if (running_var.defined()) {
-        double unbias =
-            static_cast<double>(per_channel_count) / static_cast<double>(per_channel_count - 1);
-        running_var.mul_(1 - momentum).add_(var_.detach().reshape({c}), momentum * unbias);
+        // count / (count - 1) as a float64 tensor over the symbols (a count of ones), where a
+        // double would read the count.
+        Tensor count =
+            full_symint({per_channel_count}, 1.0, TensorOptions(kFloat64).device(input.device()))
+                .sum();
+        Tensor unbias = (count / (count - 1.0)).to(var_.dtype());
+        running_var.mul_(1 - momentum).add_(var_.detach().reshape({c}) * unbias, momentum);
       }
     }
   } else {
@@ -99,17 +107,18 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   KILN_CHECK(input.dim() >= 2,
              "group_norm: expected an input of shape [N, C, ...] with 2 or more dims, got {}",
              shape_str(input.sizes()));
-  int64_t n = input.size(0), c = input.size(1);
+  // The batch and spatial sizes over symbols; only the channel count is read as an integer.
+  int64_t c = input.size(1);
   KILN_CHECK(num_groups > 0 && c % num_groups == 0,
              "group_norm: Expected number of channels in input to be divisible by num_groups, "
              "but got input of shape {} and num_groups={}",
              shape_str(input.sizes()), num_groups);
   check_channel_param("group_norm", "weight", weight, input, c);
   check_channel_param("group_norm", "bias", bias, input, c);
-  Tensor grouped = input.reshape({n, num_groups, -1});
+  Tensor grouped = input.reshape_symint({input.sym_size(0), num_groups, -1});
   Tensor m = mean(grouped, {2}, true);
   Tensor v = var(grouped, {2}, /*correction=*/0, true);
-  Tensor y = ((grouped - m) * rsqrt(v + eps)).reshape(input.sizes());
+  Tensor y = ((grouped - m) * rsqrt(v + eps)).reshape_symint(input.sym_sizes());
   return affine(y, weight, bias, input.dim());
 }
 

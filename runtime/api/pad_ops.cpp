@@ -18,17 +18,18 @@ namespace kiln {
 
 namespace {
 
-// Crops negative pads, then joins blocks of `value` to both ends.
+// Crops negative pads, then joins blocks of `value` to both ends. The crop's bounds count from
+// each end and the blocks take the other sizes over symbols, so no size is read (Note [Size
+// reads while tracing]).
 Tensor pad_constant(const Tensor& x, int64_t d, int64_t before, int64_t after, double value) {
-  int64_t n = x.size(d);
   Tensor out = x;
-  int64_t lo = std::max<int64_t>(0, -before), hi = std::min(n, n + after);
-  if (lo > 0 || hi < n) out = out.slice(d, lo, hi);
+  if (before < 0 || after < 0)
+    out = out.slice(d, std::max<int64_t>(0, -before), after < 0 ? after : INT64_MAX);
   std::vector<Tensor> parts;
   auto block = [&](int64_t size) {
-    Shape s = out.sizes();
+    SymShape s = out.sym_sizes();
     s[static_cast<size_t>(d)] = size;
-    return full(s, value, x.options());
+    return full_symint(std::move(s), value, x.options());
   };
   if (before > 0) parts.push_back(block(before));
   parts.push_back(out);
@@ -39,8 +40,25 @@ Tensor pad_constant(const Tensor& x, int64_t d, int64_t before, int64_t after, d
 enum class PadMode { Reflect, Replicate, Circular };
 
 // Output position i in [-before, n + after) reads input position reflect(i), clamp(i) or
-// i mod n.
+// i mod n: computed on the host for an integer n (a constant of a traced graph), and with
+// tensor ops over a symbolic n, so that one graph serves every n.
 Tensor pad_indexed(const Tensor& x, int64_t d, int64_t before, int64_t after, PadMode mode) {
+  TensorOptions idx_options = TensorOptions(kInt64).device(x.device());
+  SymInt sym_n = x.sym_size(d);
+  if (sym_n.is_symbolic()) {
+    Tensor i = sub(arange_symint(sym_n + before + after, idx_options), before);
+    Tensor n = full_symint({sym_n}, 1, idx_options).sum();  // n as a 0-dim tensor
+    Tensor source;
+    if (mode == PadMode::Reflect) {
+      Tensor j = abs(i);
+      source = where(ge(j, n), sub(mul(sub(n, 1), 2), j), j);
+    } else if (mode == PadMode::Circular) {
+      source = remainder(i, n);
+    } else {
+      source = clamp(i, full_symint({}, 0, idx_options), sub(n, 1));
+    }
+    return index_select(x, d, source);
+  }
   int64_t n = x.size(d);
   std::vector<int64_t> idx;
   for (int64_t i = -before; i < n + after; ++i) {
@@ -54,7 +72,7 @@ Tensor pad_indexed(const Tensor& x, int64_t d, int64_t before, int64_t after, Pa
     }
   }
   int64_t len = static_cast<int64_t>(idx.size());
-  return index_select(x, d, from_vector(idx, {len}, TensorOptions(kInt64).device(x.device())));
+  return index_select(x, d, from_vector(idx, {len}, idx_options));
 }
 
 }  // namespace
@@ -73,29 +91,38 @@ Tensor pad(const Tensor& x, Shape pad, const std::string& mode, double value,
   KILN_CHECK(constant || value == 0,
              "pad: Padding mode \"{}\" doesn't take in value argument (got {})", mode, value);
   Tensor out = x;
+  // The checks compare the sizes as guards of a trace (guard_size_fact), which keeps symbolic
+  // sizes symbolic.
+  auto holds = [](const SymInt& a, SymFact::Relation r, const SymInt& b) {
+    return guard_size_fact(SymFact{a, r, b});
+  };
+  using R = SymFact::Relation;
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t d = x.dim() - 1 - static_cast<int64_t>(i);
-    int64_t before = pad[2 * i], after = pad[2 * i + 1], n = x.size(d);
-    KILN_CHECK(n + before + after >= 0,
+    int64_t before = pad[2 * i], after = pad[2 * i + 1];
+    SymInt n = x.sym_size(d);
+    KILN_CHECK(holds(n + before + after, R::kGe, 0),
                "pad: The input size {}, plus negative padding {} and {} resulted in a negative "
                "output size, which is invalid. Check dimension {} of your input (shape {}).",
-               n, before, after, d, shape_str(x.sizes()));
+               x.size(d), before, after, d, shape_str(x.sizes()));
     if (constant) {
       out = pad_constant(out, d, before, after, value);
     } else if (mode == "reflect") {
-      KILN_CHECK(before < n && after < n,
+      KILN_CHECK(holds(n, R::kGt, before) && holds(n, R::kGt, after),
                  "pad: Padding size should be less than the corresponding input dimension, but "
                  "got: padding ({}, {}) at dimension {} of input {} (mode 'reflect')",
                  before, after, d, shape_str(x.sizes()));
       out = pad_indexed(out, d, before, after, PadMode::Reflect);
     } else if (mode == "circular") {
-      KILN_CHECK(before <= n && after <= n && (n > 0 || (before <= 0 && after <= 0)),
+      bool empty = holds(n, R::kEq, 0);
+      KILN_CHECK(holds(n, R::kGe, before) && holds(n, R::kGe, after) &&
+                     (!empty || (before <= 0 && after <= 0)),
                  "pad: Padding value causes wrapping around more than once. (padding ({}, {}) "
                  "at dimension {} of input {})",
                  before, after, d, shape_str(x.sizes()));
       out = pad_indexed(out, d, before, after, PadMode::Circular);
     } else {
-      KILN_CHECK(n > 0 || (before <= 0 && after <= 0),
+      KILN_CHECK(!holds(n, R::kEq, 0) || (before <= 0 && after <= 0),
                  "pad: cannot replicate the edge of dimension {}, which has size 0 (input {})", d,
                  shape_str(x.sizes()));
       out = pad_indexed(out, d, before, after, PadMode::Replicate);

@@ -137,7 +137,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Shape output_size, std::source_l
   KILN_CHECK(is_floating(input.dtype()), "adaptive_avg_pool2d: expected a floating input, got {}",
              input.dtype());
   for (int64_t d = 0; d < input.dim() - 2; ++d) {
-    KILN_CHECK(input.size(d) > 0,
+    KILN_CHECK(!(input.sym_size(d) == 0),  // a symbol is never 0: no read
                "adaptive_avg_pool2d: Expected input to have non-zero size for non-batch "
                "dimensions, but input has sizes {} with dimension {} being empty",
                shape_str(input.sizes()), d);
@@ -153,7 +153,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape ke
   CallSiteScope site(loc);
   Plan2d pl = plan("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
   Tensor x = pl.batched ? input : input.unsqueeze(0);
-  int64_t n = x.size(0), c = x.size(1);
+  // The batch and channels over symbols; the windows need the spatial sizes as integers.
+  SymInt n = x.sym_size(0), c = x.sym_size(1);
   // Every window reads [start, start + (out - 1) s + (k - 1) d] of the padded input.
   int64_t need_h = (pl.out_h - 1) * pl.h.s + (pl.h.k - 1) * pl.h.d + 1;
   int64_t need_w = (pl.out_w - 1) * pl.w.s + (pl.w.k - 1) * pl.w.d + 1;
@@ -161,7 +162,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape ke
   if (pl.h.p > 0 || pl.w.p > 0 || need_h > pl.in_h || need_w > pl.in_w) {
     int64_t full_h = std::max(need_h, pl.h.p + pl.in_h);
     int64_t full_w = std::max(need_w, pl.w.p + pl.in_w);
-    padded = full({n, c, full_h, full_w}, -std::numeric_limits<double>::infinity(), x.options());
+    padded =
+        full_symint({n, c, full_h, full_w}, -std::numeric_limits<double>::infinity(), x.options());
     padded.slice(2, pl.h.p, pl.h.p + pl.in_h).slice(3, pl.w.p, pl.w.p + pl.in_w).copy_(x);
   }
   std::vector<Tensor> windows;
@@ -187,8 +189,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape ke
   {
     NoGradGuard no_grad;
     Tensor picked = index_select(from_vector(offsets).to(x.device()), 0, which.reshape({-1}));
-    indices =
-        picked.reshape(which.sizes()) + from_vector(corner, {pl.out_h, pl.out_w}).to(x.device());
+    indices = picked.reshape_symint(which.sym_sizes()) +
+              from_vector(corner, {pl.out_h, pl.out_w}).to(x.device());
   }
   if (!pl.batched) return {values.squeeze(0), indices.squeeze(0)};
   return {values, indices};

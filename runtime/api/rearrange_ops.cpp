@@ -8,27 +8,20 @@
 #include "kiln/runtime/api/indexing_ops.h"
 #include "kiln/runtime/api/pointwise_ops.h"
 #include "kiln/runtime/api/shape_ops.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 
 namespace {
-
-// 0, 1, ..., n - 1 as int64 on `device`: arange for an integer n; over a symbolic n (a
-// symbolic trace, Note [Symbolic tracing]) the running sum of n ones, whose shape rule holds
-// over symbols where arange's integer end would specialize n.
-Tensor index_range(const SymInt& n, Device device) {
-  TensorOptions idx = TensorOptions(kInt64).device(device);
-  if (n.maybe_int()) return arange(*n.maybe_int(), idx);
-  return sub(full_symint({n}, 1, idx).cumsum(0), 1);
-}
 
 // The mask is built from two aranges on x's device, so that under compile it fuses with the
 // select instead of being a constant of the traced shape.
 Tensor triangle(const char* name, const Tensor& x, int64_t diagonal, bool lower) {
   KILN_CHECK(x.dim() >= 2, "{}: input tensor must have at least 2 dimensions, but got shape {}",
              name, shape_str(x.sizes()));
-  Tensor col_minus_row = sub(index_range(x.sym_size(-1), x.device()),
-                             index_range(x.sym_size(-2), x.device()).unsqueeze(1));
+  Tensor col_minus_row =
+      sub(arange_symint(x.sym_size(-1), TensorOptions(kInt64).device(x.device())),
+          arange_symint(x.sym_size(-2), TensorOptions(kInt64).device(x.device())).unsqueeze(1));
   Tensor keep = lower ? le(col_minus_row, diagonal) : ge(col_minus_row, diagonal);
   // false is the zero of every dtype and, being of the lowest category, keeps x's dtype.
   return where(keep, x, Scalar(false));
@@ -64,7 +57,7 @@ Tensor flip(const Tensor& x, Shape dims, std::source_location loc) {
     if (n.maybe_int()) {
       reversed = arange(*n.maybe_int() - 1, -1, -1, idx);
     } else {
-      // n - 1 - i over a symbolic n (index_range): the count of ones minus their running sum.
+      // n - 1 - i over a symbolic n (arange_symint): the count of ones minus their running sum.
       Tensor ones = full_symint({n}, 1, idx);
       reversed = sub(ones.sum(), ones.cumsum(0));
     }
@@ -81,7 +74,7 @@ Tensor roll(const Tensor& x, Shape shifts, Shape dims, std::source_location loc)
                "roll: without dims, shifts must hold one value (it rolls the flattened tensor), "
                "got shifts [{}] for input shape {}",
                fmt::join(shifts, ", "), shape_str(x.sizes()));
-    return roll(x.flatten(), std::move(shifts), {0}).view(x.sizes());
+    return roll(x.flatten(), std::move(shifts), {0}).view_symint(x.sym_sizes());
   }
   KILN_CHECK(shifts.size() == dims.size(),
              "roll: shifts and dimensions must align. shifts: [{}], dims: [{}] (input shape {})",
@@ -90,11 +83,21 @@ Tensor roll(const Tensor& x, Shape shifts, Shape dims, std::source_location loc)
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t d = wrap_dim("roll", dims[i], std::max<int64_t>(x.dim(), 1));
     if (x.dim() == 0) continue;
-    int64_t n = x.size(d);
-    if (n == 0) continue;
-    int64_t s = ((shifts[i] % n) + n) % n;
+    int64_t k = shifts[i];
+    if (k == 0) continue;
+    // Over a symbolic size n, a shift shorter than n needs no modulo of n: x[-k:] moves to the
+    // front (for k < 0, x[|k|:]). The comparison is a guard of the trace (guard_size_fact)
+    // instead of a read of n.
+    SymInt n = x.sym_size(d);
+    if (n.is_symbolic() && guard_size_fact({n, SymFact::Relation::kGt, k > 0 ? k : -k})) {
+      out = cat({out.slice(d, -k, INT64_MAX), out.slice(d, 0, -k)}, d);
+      continue;
+    }
+    int64_t size = x.size(d);
+    if (size == 0) continue;
+    int64_t s = ((k % size) + size) % size;
     if (s == 0) continue;
-    out = cat({out.slice(d, n - s, n), out.slice(d, 0, n - s)}, d);
+    out = cat({out.slice(d, size - s, size), out.slice(d, 0, size - s)}, d);
   }
   return out.is_same(x) ? x.clone() : out;
 }

@@ -66,11 +66,13 @@ variable_list OpBackward::apply(variable_list&& grads) {
   for (const Tensor& g : grads)
     any_defined = any_defined || g.defined();
   if (!any_defined) return variable_list(next_edges_.size());
-  // A differentiable output that received no gradient contributes zero.
+  // A differentiable output that received no gradient contributes zero, of its sizes over the
+  // trace's symbols (Note [Symbolic saved sizes]).
   for (size_t i = 0; i < grads.size(); ++i) {
     const InputMetadata& m = input_metadata(i);
     if (!grads[i].defined() && m.defined)
-      grads[i] = zeros(m.read_sizes(), TensorOptions().dtype(m.dtype).device(m.device));
+      grads[i] =
+          full_symint(m.symbolic_sizes(), 0, TensorOptions().dtype(m.dtype).device(m.device));
   }
   // std::vector<bool> is packed and has no data(); a plain bool array backs the span.
   std::unique_ptr<bool[]> needs(new bool[next_edges_.size()]());

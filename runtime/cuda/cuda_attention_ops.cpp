@@ -83,8 +83,8 @@ struct Scalars {
         S(z.S),
         E(z.E),
         Ev(z.Ev),
-        scale32(static_cast<float>(a.scale)),
-        scale64(a.scale),
+        scale32(static_cast<float>(a.scale_for(z.E))),
+        scale64(a.scale_for(z.E)),
         wide(dtype == kFloat64),
         causal(a.is_causal ? 1 : 0),
         kind(mask == nullptr ? 0 : (mask->dtype() == kBool ? 1 : 2)) {}

@@ -7,8 +7,13 @@
 
 namespace kiln {
 
-IndexGeometry index_geometry(std::string_view op, ShapeRef self, std::span<const ShapeRef> indices,
-                             std::span<const DType> index_dtypes, ShapeRef dims) {
+namespace {
+
+template <class Size>
+BasicIndexGeometry<std::vector<Size>> index_geometry_of(
+    std::string_view op, std::span<const Size> self, std::span<const std::span<const Size>> indices,
+    std::span<const DType> index_dtypes, ShapeRef dims) {
+  using Sizes = std::vector<Size>;
   auto nd = static_cast<int64_t>(self.size());
   KILN_CHECK(indices.size() == dims.size(), "{}: {} index tensors for {} indexed dims", op,
              indices.size(), dims.size());
@@ -23,17 +28,17 @@ IndexGeometry index_geometry(std::string_view op, ShapeRef self, std::span<const
                "dtype {} and shape {})",
                op, k, index_dtypes[k], shape_str(indices[k]));
   }
-  IndexGeometry g;
+  BasicIndexGeometry<Sizes> g;
   for (size_t k = 0; k < indices.size(); ++k) {
     if (k == 0) {
-      g.index_shape = Shape(indices[0].begin(), indices[0].end());
+      g.index_shape = Sizes(indices[0].begin(), indices[0].end());
       continue;
     }
     try {
       g.index_shape = broadcast_shapes(op, g.index_shape, indices[k]);
     } catch (const Error&) {
       std::vector<std::string> shapes;
-      for (ShapeRef s : indices)
+      for (std::span<const Size> s : indices)
         shapes.push_back(shape_str(s));
       KILN_ERROR(
           "{}: shape mismatch: indexing tensors could not be broadcast together with "
@@ -64,6 +69,20 @@ IndexGeometry index_geometry(std::string_view op, ShapeRef self, std::span<const
     g.self_dim.push_back(d);
   }
   return g;
+}
+
+}  // namespace
+
+IndexGeometry index_geometry(std::string_view op, ShapeRef self, std::span<const ShapeRef> indices,
+                             std::span<const DType> index_dtypes, ShapeRef dims) {
+  std::vector<std::span<const int64_t>> spans(indices.begin(), indices.end());
+  return index_geometry_of<int64_t>(op, self, spans, index_dtypes, dims);
+}
+
+BasicIndexGeometry<SymShape> index_geometry(std::string_view op, std::span<const SymInt> self,
+                                            std::span<const std::span<const SymInt>> indices,
+                                            std::span<const DType> index_dtypes, ShapeRef dims) {
+  return index_geometry_of<SymInt>(op, self, indices, index_dtypes, dims);
 }
 
 IndexSteps index_steps(const IndexGeometry& g, ShapeRef self_strides) {

@@ -44,17 +44,25 @@ struct IndexPutAttrs {
 // Where the indexed dims land (torch's rule): the index tensors broadcast to one shape B. When
 // the indexed dims are adjacent, B replaces them in place; otherwise B comes first, followed by
 // the dims of self that are not indexed, in order.
-struct IndexGeometry {
-  Shape index_shape;  // B
-  Shape result;
+// Over integer sizes (Shape) or symbolic ones (SymShape): the shape rules are written once over
+// both (Note [Symbolic sizes]).
+template <class Sizes>
+struct BasicIndexGeometry {
+  Sizes index_shape;  // B
+  Sizes result;
   // Per result dim: the dim of self it walks, or -1 for a dim of B.
   Shape self_dim;
 };
+using IndexGeometry = BasicIndexGeometry<Shape>;
 
 // Checks the dims (increasing, within self), the index dtypes (int64) and that the index shapes
-// broadcast, with torch's messages, naming `op`.
+// broadcast, with torch's messages, naming `op`. Over symbols, index shapes that broadcast only
+// for some values of the symbols throw.
 IndexGeometry index_geometry(std::string_view op, ShapeRef self, std::span<const ShapeRef> indices,
                              std::span<const DType> index_dtypes, ShapeRef dims);
+BasicIndexGeometry<SymShape> index_geometry(std::string_view op, std::span<const SymInt> self,
+                                            std::span<const std::span<const SymInt>> indices,
+                                            std::span<const DType> index_dtypes, ShapeRef dims);
 
 // Per result dim, the stride to step `self_strides` (0 for dims of B) and the row-major stride
 // of B (0 for dims of self): an element at result coordinates c is at

@@ -19,20 +19,24 @@ using index_loops::with_element_bytes;
 
 constexpr int64_t kGrain = 4096;
 
-IndexGeometry geometry_of(const OpDef& op, std::span<const MetaRef> in, size_t first_index,
-                          ShapeRef dims) {
-  std::vector<ShapeRef> shapes;
+// Over either size type (Note [Symbolic sizes]): the index tensors' shapes may hold symbols.
+template <class Ref>
+auto geometry_of(const OpDef& op, std::span<const Ref> in, size_t first_index, ShapeRef dims) {
+  using Size = typename rules::SizesOf<Ref>::value_type;
+  std::vector<std::span<const Size>> shapes;
   std::vector<DType> dtypes;
   for (size_t k = first_index; k < in.size(); ++k) {
     shapes.push_back(in[k].sizes);
     dtypes.push_back(in[k].dtype);
   }
-  return index_geometry(op.name, in[0].sizes, shapes, dtypes, dims);
+  return index_geometry(op.name, std::span<const Size>(in[0].sizes), std::span(shapes), dtypes,
+                        dims);
 }
 
-std::vector<OutputGeometry> index_shape(const OpDef& op, std::span<const MetaRef> in,
-                                        const void* attrs) {
-  return {OutputGeometry{geometry_of(op, in, 1, attrs_as<IndexAttrs>(attrs).dims).result}};
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> index_shape(const OpDef& op, std::span<const Ref> in,
+                                                const void* attrs) {
+  return {{geometry_of(op, in, 1, attrs_as<IndexAttrs>(attrs).dims).result}};
 }
 
 // Calls f(i, self_offset, values_index) for every element i of the result, in row-major
@@ -57,7 +61,7 @@ void index_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<co
   std::vector<MetaRef> metas;
   for (const Tensor& t : inputs)
     metas.push_back(MetaRef::of(t));
-  IndexGeometry g = geometry_of(op, metas, 1, dims);
+  IndexGeometry g = geometry_of(op, std::span<const MetaRef>(metas), 1, dims);
   std::vector<int64_t> offsets =
       index_offsets(op.name, g, x.sizes(), x.strides(), inputs.subspan(1), dims);
   IndexSteps steps = index_steps(g, x.strides());
@@ -72,20 +76,22 @@ void index_kernel(const OpDef& op, std::span<const Tensor> outputs, std::span<co
 }
 
 // ---- index_put(self, values, indices...) ----
-std::vector<OutputGeometry> index_put_shape(const OpDef& op, std::span<const MetaRef> in,
-                                            const void* attrs) {
-  IndexGeometry g = geometry_of(op, in, 2, attrs_as<IndexPutAttrs>(attrs).dims);
-  ShapeRef values = in[1].sizes;
+// Over symbols, values' sizes must equal the result's as expressions (or be 1).
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> index_put_shape(const OpDef& op, std::span<const Ref> in,
+                                                    const void* attrs) {
+  auto g = geometry_of(op, in, 2, attrs_as<IndexPutAttrs>(attrs).dims);
+  const auto& values = in[1].sizes;
   bool fits = values.size() <= g.result.size();
   for (size_t j = 0; fits && j < values.size(); ++j) {
-    int64_t r = g.result[g.result.size() - values.size() + j];
+    const auto& r = g.result[g.result.size() - values.size() + j];
     fits = values[j] == 1 || values[j] == r;
   }
   KILN_CHECK(fits,
              "{}: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result "
              "of shape {}",
              op.name, shape_str(values), shape_str(g.result));
-  return {OutputGeometry{Shape(in[0].sizes.begin(), in[0].sizes.end())}};
+  return {{rules::SizesOf<Ref>(in[0].sizes.begin(), in[0].sizes.end())}};
 }
 
 DType index_put_dtype(const OpDef& op, std::span<const MetaRef> in, const void* attrs, size_t) {
@@ -105,7 +111,7 @@ void index_put_into(const OpDef& op, const Tensor& out, const Tensor& values,
   std::vector<MetaRef> metas{MetaRef::of(out), MetaRef::of(values)};
   for (const Tensor& t : indices)
     metas.push_back(MetaRef::of(t));
-  IndexGeometry g = geometry_of(op, metas, 2, a.dims);
+  IndexGeometry g = geometry_of(op, std::span<const MetaRef>(metas), 2, a.dims);
   std::vector<int64_t> offsets =
       index_offsets(op.name, g, out.sizes(), out.strides(), indices, a.dims);
   IndexSteps steps = index_steps(g, out.strides());
@@ -154,7 +160,7 @@ void register_advanced_index_ops(OpTable& table) {
   // (runtime/api/advanced_index_ops.h, frontend/python/kiln/_indexing.py).
   OpDef& index = table.add<IndexAttrs>("index", {"self", "indices"}, kInternal, "IndexAttrs");
   index.variadic = index.variadic_list_tail = true;
-  index.shape = index_shape;
+  rules::set_shape_rules(index, index_shape<MetaRef>, index_shape<SymMetaRef>);
   index.dtype = rules::same_dtype;
   index.compute[cpu] = index_kernel;
 
@@ -164,7 +170,7 @@ void register_advanced_index_ops(OpTable& table) {
     OpDef& put = table.add<IndexPutAttrs>(in_place ? "index_put_" : "index_put",
                                           {"self", "values", "indices"}, flags, "IndexPutAttrs");
     put.variadic = put.variadic_list_tail = true;
-    put.shape = index_put_shape;
+    rules::set_shape_rules(put, index_put_shape<MetaRef>, index_put_shape<SymMetaRef>);
     put.dtype = index_put_dtype;
     put.compute[cpu] = in_place ? index_put_inplace_kernel : index_put_kernel;
   }

@@ -196,8 +196,8 @@ struct Scorer {
   std::vector<int64_t> mask_batch;
   int64_t mrs = 0, mcs = 0;
 
-  Scorer(const AttentionAttrs& a, const Tensor* mask, int64_t batch_dims)
-      : scale(a.scale), causal(a.is_causal) {
+  Scorer(const AttentionAttrs& a, int64_t e, const Tensor* mask, int64_t batch_dims)
+      : scale(a.scale_for(e)), causal(a.is_causal) {
     if (mask == nullptr) return;
     if (mask->dtype() == kBool) {
       bool_mask = static_cast<const bool*>(mask->impl()->data());
@@ -249,7 +249,7 @@ void flash_forward(std::span<const Tensor> outputs, std::span<const Tensor> inpu
   AttentionSizes z = attention_sizes(q, k, v);
   int64_t nb = q.dim() - 2;
   Operand<T> oq(q, nb), ok(k, nb), ov(v, nb);
-  Scorer<T> scorer(a, a.has_mask ? &inputs[3] : nullptr, nb);
+  Scorer<T> scorer(a, z.E, a.has_mask ? &inputs[3] : nullptr, nb);
   T* out = static_cast<T*>(outputs[0].impl()->data());
   C* lse = static_cast<C*>(outputs[1].impl()->data());
   const int64_t L = z.L, S = z.S, E = z.E, Ev = z.Ev;
@@ -311,14 +311,14 @@ void flash_backward(std::span<const Tensor> outputs, std::span<const Tensor> inp
   AttentionSizes z = attention_sizes(q, k, v);
   int64_t nb = q.dim() - 2;
   Operand<T> og(inputs[0], nb), oq(q, nb), ok(k, nb), ov(v, nb), oo(inputs[4], nb);
-  Scorer<T> scorer(a, a.has_mask ? &inputs[6] : nullptr, nb);
+  Scorer<T> scorer(a, z.E, a.has_mask ? &inputs[6] : nullptr, nb);
   Tensor lse_c = inputs[5].contiguous();
   const C* lse = static_cast<const C*>(lse_c.impl()->data());
   T* dq = static_cast<T*>(outputs[0].impl()->data());
   T* dk = static_cast<T*>(outputs[1].impl()->data());
   T* dv = static_cast<T*>(outputs[2].impl()->data());
   const int64_t L = z.L, S = z.S, E = z.E, Ev = z.Ev;
-  auto sc = static_cast<C>(a.scale);
+  auto sc = static_cast<C>(a.scale_for(E));
   // One task per batch entry: dq sums over every key tile, so it stays in one thread's
   // accumulator (O(L E)), with no atomics and a fixed summation order.
   parallel_for(0, z.batch, 1, [&](int64_t begin, int64_t end) {

@@ -8,6 +8,7 @@
 
 #include "kiln/base/error.h"
 #include "kiln/runtime/kernels/attention_attrs.h"
+#include "kiln/runtime/kernels/op_rules.h"
 
 namespace kiln {
 
@@ -43,9 +44,11 @@ bool attention_dtype_ok(DType t) {
 }
 
 // query, key, value (and the mask) in the ops' contract: same rank >= 2, same batch dims,
-// matching E and S; the mask exactly [..., L, S].
-void check_attention_inputs(const OpDef& op, const MetaRef& q, const MetaRef& k, const MetaRef& v,
-                            const MetaRef* mask) {
+// matching E and S; the mask exactly [..., L, S]. The rules below are templates over the size
+// type (Note [Symbolic sizes]): over symbols, sizes match as expressions.
+template <class Ref>
+void check_attention_inputs(const OpDef& op, const Ref& q, const Ref& k, const Ref& v,
+                            const Ref* mask) {
   size_t nd = q.sizes.size();
   KILN_CHECK(nd >= 2 && k.sizes.size() == nd && v.sizes.size() == nd,
              "{}: expected query, key and value of the same rank (at least 2), got shapes {}, {} "
@@ -60,7 +63,7 @@ void check_attention_inputs(const OpDef& op, const MetaRef& q, const MetaRef& k,
              "{}: expected query, key and value of one floating dtype, got {}, {} and {}", op.name,
              q.dtype, k.dtype, v.dtype);
   if (mask == nullptr) return;
-  Shape want(q.sizes.begin(), q.sizes.end());
+  rules::SizesOf<Ref> want(q.sizes.begin(), q.sizes.end());
   want[nd - 1] = k.sizes[nd - 2];
   KILN_CHECK(std::equal(want.begin(), want.end(), mask->sizes.begin(), mask->sizes.end()),
              "{}: expected attn_mask of shape {}, got {}", op.name, shape_str(want),
@@ -77,29 +80,31 @@ size_t expected_inputs(const OpDef& op, const AttentionAttrs& a, size_t without_
   return want;
 }
 
-std::vector<OutputGeometry> forward_shape(const OpDef& op, std::span<const MetaRef> in,
-                                          const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> forward_shape(const OpDef& op, std::span<const Ref> in,
+                                                  const void* attrs) {
   const auto& a = attrs_as<AttentionAttrs>(attrs);
   expected_inputs(op, a, 3, in.size());
   check_attention_inputs(op, in[0], in[1], in[2], a.has_mask ? &in[3] : nullptr);
-  Shape out(in[0].sizes.begin(), in[0].sizes.end());
+  rules::SizesOf<Ref> out(in[0].sizes.begin(), in[0].sizes.end());
   out.back() = in[2].sizes.back();
-  Shape lse(in[0].sizes.begin(), in[0].sizes.end() - 1);
-  return {OutputGeometry{out}, OutputGeometry{lse}};
+  rules::SizesOf<Ref> lse(in[0].sizes.begin(), in[0].sizes.end() - 1);
+  return {{std::move(out)}, {std::move(lse)}};
 }
 
 DType forward_dtype(const OpDef&, std::span<const MetaRef> in, const void*, size_t i) {
   return i == 0 ? in[0].dtype : attention_lse_dtype(in[0].dtype);
 }
 
-std::vector<OutputGeometry> backward_shape(const OpDef& op, std::span<const MetaRef> in,
-                                           const void* attrs) {
+template <class Ref>
+std::vector<rules::GeometryOf<Ref>> backward_shape(const OpDef& op, std::span<const Ref> in,
+                                                   const void* attrs) {
   const auto& a = attrs_as<AttentionAttrs>(attrs);
   expected_inputs(op, a, 6, in.size());
   check_attention_inputs(op, in[1], in[2], in[3], a.has_mask ? &in[6] : nullptr);
-  Shape out(in[1].sizes.begin(), in[1].sizes.end());
+  rules::SizesOf<Ref> out(in[1].sizes.begin(), in[1].sizes.end());
   out.back() = in[3].sizes.back();
-  Shape lse(out.begin(), out.end() - 1);
+  rules::SizesOf<Ref> lse(out.begin(), out.end() - 1);
   KILN_CHECK(std::equal(out.begin(), out.end(), in[0].sizes.begin(), in[0].sizes.end()) &&
                  std::equal(out.begin(), out.end(), in[4].sizes.begin(), in[4].sizes.end()) &&
                  std::equal(lse.begin(), lse.end(), in[5].sizes.begin(), in[5].sizes.end()),
@@ -113,9 +118,9 @@ std::vector<OutputGeometry> backward_shape(const OpDef& op, std::span<const Meta
              "{}",
              op.name, in[1].dtype, attention_lse_dtype(in[1].dtype), in[0].dtype, in[4].dtype,
              in[5].dtype);
-  std::vector<OutputGeometry> res;
+  std::vector<rules::GeometryOf<Ref>> res;
   for (size_t i = 1; i <= 3; ++i)
-    res.push_back(OutputGeometry{Shape(in[i].sizes.begin(), in[i].sizes.end())});
+    res.push_back({rules::SizesOf<Ref>(in[i].sizes.begin(), in[i].sizes.end())});
   return res;
 }
 
@@ -132,7 +137,7 @@ void register_attention_ops(OpTable& table) {
                                          "AttentionAttrs");
   fwd.variadic = true;  // attn_mask is there when has_mask is set
   fwd.max_outputs = 2;  // out and logsumexp
-  fwd.shape = forward_shape;
+  rules::set_shape_rules(fwd, forward_shape<MetaRef>, forward_shape<SymMetaRef>);
   fwd.dtype = forward_dtype;
   fwd.compute[kCpu] = flash_attention_cpu;
 
@@ -142,7 +147,7 @@ void register_attention_ops(OpTable& table) {
       "AttentionAttrs");
   bwd.variadic = true;
   bwd.max_outputs = 3;  // grad_query, grad_key, grad_value
-  bwd.shape = backward_shape;
+  rules::set_shape_rules(bwd, backward_shape<MetaRef>, backward_shape<SymMetaRef>);
   bwd.dtype = backward_dtype;
   bwd.compute[kCpu] = flash_attention_backward_cpu;
 }

@@ -61,14 +61,18 @@ std::vector<Tensor> scatter_add_backward(const GradArgs& args) {
   if (args.needs(2)) {
     const Tensor& index = args.inputs[1];
     Tensor src_grad = gather(g, args.attrs_as<DimAttrs>().dim, index);
-    const Shape& src_sizes = args.input_sizes(2);
-    Shape padded = index.sizes();
+    // Sizes over symbols (Note [Symbolic saved sizes]): where index and src have the same
+    // size as expressions nothing is padded and no size is read; elsewhere the pad's bound
+    // reads index's size as an integer.
+    SymShape src_sizes = args.input_sym_sizes(2);
+    SymShape padded = index.sym_sizes();
     for (size_t d = 0; d < padded.size(); ++d) {
       if (padded[d] == src_sizes[d]) continue;
+      auto dim = static_cast<int64_t>(d);
+      if (index.size(dim) == args.input_sizes(2)[d]) continue;
       padded[d] = src_sizes[d];
       src_grad = call_op1(KILN_OP("slice_backward"), {src_grad},
-                          SliceBackwardAttrs{to_sym_shape(padded), static_cast<int64_t>(d), 0,
-                                             index.size(static_cast<int64_t>(d)), 1});
+                          SliceBackwardAttrs{padded, dim, 0, index.size(dim), 1});
     }
     out[2] = src_grad;
   }
@@ -81,7 +85,8 @@ std::vector<Tensor> index_backward(const GradArgs& args) {
   std::vector<Tensor> out(args.inputs.size());
   if (!args.needs(0)) return out;
   const Tensor& g = args.grad();
-  std::vector<Tensor> in{zeros(args.input_sizes(0), g.options()), g};
+  // Zeros of self's sizes over symbols (Note [Symbolic saved sizes]).
+  std::vector<Tensor> in{full_symint(args.input_sym_sizes(0), 0, g.options()), g};
   in.insert(in.end(), args.inputs.begin() + 1, args.inputs.end());
   IndexPutAttrs a{args.attrs_as<IndexAttrs>().dims, true};
   out[0] = call_op(KILN_OP("index_put"), in, &a)[0];

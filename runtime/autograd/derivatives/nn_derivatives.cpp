@@ -109,9 +109,8 @@ std::vector<Tensor> nll_loss_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor(), Tensor()};
   const auto& a = args.attrs_as<NllLossAttrs>();
   const Tensor& target = args.inputs[1];
-  // Only the class count is read as an integer (a symbolic batch stays symbolic).
-  int64_t classes = detail::read_sym_int(args.input_sym_sizes(0).back(),
-                                         "nll_loss's class count in its gradient");
+  // The class count over symbols (Note [Symbolic saved sizes]).
+  SymInt classes = args.input_sym_sizes(0).back();
   Tensor counted = target.ne(a.ignore_index);
   Tensor coef = -args.grad() * counted;
   if (a.reduction == "mean") {
@@ -120,8 +119,8 @@ std::vector<Tensor> nll_loss_backward(const GradArgs& args) {
     coef = coef / clamp(sum(counted), 1);
   }
   Tensor safe_target = target.masked_fill(logical_not(counted), 0);
-  Tensor one_hot =
-      eq(arange(classes, TensorOptions(kInt64).device(target.device())), safe_target.unsqueeze(-1));
+  Tensor one_hot = eq(arange_symint(classes, TensorOptions(kInt64).device(target.device())),
+                      safe_target.unsqueeze(-1));
   return {one_hot * coef.unsqueeze(-1), Tensor()};
 }
 

@@ -1,6 +1,8 @@
 // Derivative formulas of the shape family (Note [Gradient shapes] in derivative.h): the views
 // (view, expand, transpose, permute, squeeze, unsqueeze, slice, select), the out-of-place
 // gradients of slice and select, data movement (copy_, fill_, convert, clone) and cat.
+#include <optional>
+
 #include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
@@ -92,18 +94,41 @@ std::vector<Tensor> identity_backward(const GradArgs& args) {
 }
 
 // cat: each input's gradient is its slab of the output's gradient along the dim.
+// Note [Symbolic saved sizes]: slice bounds are integers, so a slab's bound is written from the
+// start where the sizes before it are integers and from the end where the sizes after it are
+// (cat([x[-4:], x[:-4]]) has a symbolic slab between integer ones). Only a bound that is
+// neither reads the cat dim's sizes as integers; symbols in the other dims stay symbolic.
 std::vector<Tensor> cat_backward(const GradArgs& args) {
   const Tensor& g = args.grad();
   int64_t d = wrap_dim("cat", args.attrs_as<DimAttrs>().dim, g.dim());
   std::vector<Tensor> out(args.input_meta.size());
-  int64_t offset = 0;
+  std::vector<SymInt> sizes;
+  SymInt total = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    // Only the cat dim's sizes are read as integers (slice bounds are integers): symbols in the
-    // other dims stay symbolic (Note [Symbolic saved sizes]).
-    int64_t n = detail::read_sym_int(args.input_sym_sizes(i)[static_cast<size_t>(d)],
-                                     "cat's split sizes in its gradient");
-    if (args.needs(i)) out[i] = g.slice(d, offset, offset + n);
-    offset += n;
+    sizes.push_back(args.input_sym_sizes(i)[static_cast<size_t>(d)]);
+    total += sizes.back();
+  }
+  // The bound at `at` (a sum of the slabs before it): from the start, or from the end.
+  auto bound = [&](const SymInt& at) -> std::optional<int64_t> {
+    if (std::optional<int64_t> v = at.maybe_int()) return *v;
+    std::optional<int64_t> from_end = (total - at).maybe_int();
+    if (!from_end) return std::nullopt;
+    if (*from_end == 0) return INT64_MAX;
+    return -*from_end;
+  };
+  SymInt offset = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    SymInt next = offset + sizes[i];
+    if (args.needs(i)) {
+      std::optional<int64_t> start = bound(offset), end = bound(next);
+      if (!start || !end) {
+        int64_t at = detail::read_sym_int(offset, "cat's split sizes in its gradient");
+        start = at;
+        end = at + detail::read_sym_int(sizes[i], "cat's split sizes in its gradient");
+      }
+      out[i] = g.slice(d, *start, *end);
+    }
+    offset = next;
   }
   return out;
 }

@@ -54,12 +54,13 @@ std::vector<Tensor> cumprod_backward(const GradArgs& args) {
   int64_t d = wrap_dim("cumprod", args.attrs_as<ScanAttrs>().dim, g.dim());
   int64_t last = g.dim() - 1;
   Tensor xl = x.transpose(d, last), gl = g.transpose(d, last);
-  int64_t n = xl.size(last);
-  Tensor pos = arange(n, TensorOptions(kInt64).device(x.device()));
+  // Sizes over symbols (Note [Symbolic saved sizes]): a symbolic scan length stays symbolic.
+  SymShape square = xl.sym_sizes();
+  SymInt n = square.back();
+  Tensor pos = arange_symint(n, TensorOptions(kInt64).device(x.device()));
   Tensor row = pos.unsqueeze(1), col = pos.unsqueeze(0);  // i and k (then j)
-  Shape square = xl.sizes();
-  square.insert(square.end() - 1, n);  // [..., i, k]
-  Tensor left_out = xl.unsqueeze(-2).expand(square).masked_fill(row.eq(col), 1);
+  square.insert(square.end() - 1, n);                     // [..., i, k]
+  Tensor left_out = xl.unsqueeze(-2).expand_symint(square).masked_fill(row.eq(col), 1);
   Tensor products = cumprod(left_out, -1);                                   // [..., i, j]
   Tensor terms = (products * gl.unsqueeze(-2)).masked_fill(row.gt(col), 0);  // keep j >= i
   return {terms.sum({-1}).transpose(d, last)};
