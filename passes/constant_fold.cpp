@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "kiln/base/error.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/runtime/dispatcher.h"
 
 namespace kiln::passes {
@@ -24,9 +25,13 @@ bool foldable_op(const ir::Node& n) {
   if (n.num_inputs() == 0 && (op.attr_device == nullptr || !op.attr_device(n.attrs()).is_cpu())) {
     return false;
   }
+  // A constant holds one call's values: nothing whose sizes are symbols (Note [Symbolic types]),
+  // as a factory with a size attribute over symbols, can be one.
+  if (ir::attrs_are_symbolic(op.attrs, n.attrs())) return false;
   for (const ir::Value* v : n.outputs()) {
     const ir::TensorType& t = v->type();
-    if (!t.device.is_cpu() || t.requires_grad || type_bytes(t) > kMaxFoldedBytes) return false;
+    if (t.is_symbolic() || !t.device.is_cpu() || t.requires_grad || type_bytes(t) > kMaxFoldedBytes)
+      return false;
   }
   return true;
 }

@@ -11,15 +11,18 @@ namespace kiln::passes {
 namespace {
 
 // The replacement as a value of the graph, or null when it would not have exactly the root's
-// type. A new node goes where the root is, so it sees the same values.
+// type. A new node goes where the root is, so it sees the same values. Over symbols the types
+// compare as expressions (Note [Symbolic types]), so a rewrite that matches only at the hints is
+// refused; a fact the new node's rule assumes joins the graph's (Note [Assumed size facts]).
 ir::Value* materialize(ir::Graph& g, ir::Node& root, SimplifyReplacement& r) {
   const ir::TensorType& want = root.output()->type();
   if (r.value != nullptr) return r.value->type() == want ? r.value : nullptr;
   if (r.op == nullptr || r.input == nullptr) return nullptr;
   ir::TensorType input = r.input->type();
   std::vector<ir::TensorType> types;
+  std::vector<SymFact> facts = g.symbol_facts();
   try {
-    types = infer_op_types(*r.op, std::span(&input, 1), r.attrs.get());
+    types = infer_op_types(*r.op, std::span(&input, 1), r.attrs.get(), g.symbol_hints(), &facts);
   } catch (const Error&) {
     return nullptr;  // the rewritten op would reject its input: the rule does not apply here
   }
@@ -28,6 +31,7 @@ ir::Value* materialize(ir::Graph& g, ir::Node& root, SimplifyReplacement& r) {
   if (types.size() != 1) return nullptr;
   types[0].requires_grad = want.requires_grad;
   if (!(types[0] == want)) return nullptr;
+  if (facts.size() != g.symbol_facts().size()) g.set_symbol_facts(std::move(facts));
   ir::Node* saved = g.insert_point();
   g.set_insert_point(&root);
   ir::Node* n = g.create_op(*r.op, std::span(&r.input, 1), r.attrs.get(), types);

@@ -102,7 +102,7 @@ bool input_is_expand(const ir::Node& n) {
 }
 
 bool keeps_sizes(const ir::Node& n) {
-  return n.output()->type().sizes == n.input(0)->type().sizes;
+  return n.output()->type().symbolic_sizes() == n.input(0)->type().symbolic_sizes();
 }
 
 bool undoes_input_transpose(const ir::Node& n) {
@@ -146,7 +146,7 @@ SimplifyReplacement view_of_inner_input(const ir::Node& n) {
 // expand(expand(x, a), b) -> expand(x, sizes of the result): b's -1 entries mean the inner
 // result's sizes, which x may not have, so the new node spells the sizes out.
 SimplifyReplacement expand_of_inner_input(const ir::Node& n) {
-  SizeAttrs sizes{to_sym_shape(n.output()->type().sizes)};
+  SizeAttrs sizes{n.output()->type().symbolic_sizes()};
   SimplifyReplacement r;
   r.op = n.op();
   r.input = n.input(0)->node()->input(0);
