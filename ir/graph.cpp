@@ -254,6 +254,7 @@ Node* Graph::create_copy(const Node& n, std::span<Value* const> inputs) {
   copy->constant_ = n.constant_;
   if (n.fusion_group_.subgraph) copy->fusion_group_.subgraph = n.fusion_group_.subgraph->clone();
   copy->fusion_group_.kernel = n.fusion_group_.kernel;
+  copy->fusion_group_.size_args = n.fusion_group_.size_args;
   copy->fusion_group_.compiled = n.fusion_group_.compiled;
   copy->fallback_ = n.fallback_;
   copy->call_site_ = n.call_site_;

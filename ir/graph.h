@@ -109,6 +109,10 @@ struct FusionGroupAttrs {
   // The subgraph lowered to one kernel (passes/lower_fusion_group.h); null until lowered, and
   // for groups read back from text. Arguments: the node's inputs, then its outputs.
   std::shared_ptr<const kir::Kernel> kernel;
+  // Over symbolic sizes: what each of the kernel's size parameters is, in launch order, as an
+  // expression of the graph's symbols (a symbol, or s0*s1 for a loop over a product); the
+  // launcher evaluates them at each call's symbols (Note [Size parameters]).
+  std::vector<SymInt> size_args;
   // That kernel compiled to machine code (codegen/compiled_kernel.h), or null: the kernel-IR
   // interpreter runs it (Backend::Interpreter, or a compile that failed and fell back).
   std::shared_ptr<const codegen::CompiledKernel> compiled;

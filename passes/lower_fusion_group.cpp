@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "kiln/base/error.h"
@@ -43,6 +44,14 @@ struct Geometry {
 class Lowering {
  public:
   Lowering(const ir::Graph& g, std::string name) : g_(g) { k_.name = std::move(name); }
+
+  // What each of kernel `k`'s size parameters is over the symbols, in launch order.
+  std::vector<SymInt> size_args(const kir::Kernel& k) const {
+    std::vector<SymInt> out;
+    for (VarId v : k.sizes())
+      out.push_back(size_meaning_.at(v));
+    return out;
+  }
 
   kir::Kernel run() {
     std::vector<const ir::Node*> members;
@@ -147,8 +156,20 @@ class Lowering {
     add(a_.space.full);
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    for (int64_t id : ids)
+    for (int64_t id : ids) {
       size_vars_[id] = b_.size(fmt::format("s{}", id));
+      size_meaning_[size_vars_[id]] = SymInt::symbol(id);
+    }
+  }
+
+  // A size parameter whose value is `extent`, an expression of the symbols: the launcher
+  // evaluates it (FusionGroupAttrs::size_args), so the loop runs to a parameter as any other.
+  VarId derived_size(const SymInt& extent) {
+    for (const auto& [v, meaning] : size_meaning_)
+      if (meaning == extent) return v;
+    VarId v = b_.size(fmt::format("e{}", derived_count_++));
+    size_meaning_[v] = extent;
+    return v;
   }
 
   // `x` as an Int64 expression of the size parameters.
@@ -205,13 +226,10 @@ class Lowering {
       const SymInt& extent = a_.space.full[loops[q].first];
       if (std::optional<int64_t> c = extent.maybe_int()) {
         loop.extent = *c;
-      } else {
-        std::optional<int64_t> id = extent.symbol_id();
-        KILN_CHECK(id.has_value(),
-                   "lower {}: the loop extent {} is an expression of symbols, which the kernel IR "
-                   "cannot take yet (only a symbol or an integer)",
-                   k_.name, extent.str());
+      } else if (std::optional<int64_t> id = extent.symbol_id()) {
         loop.extent_size = size_vars_.at(*id);
+      } else {
+        loop.extent_size = derived_size(extent);
       }
       if (q == 0 && parallel_outer) {
         loop.loop_kind = kir::LoopKind::Parallel;
@@ -533,6 +551,8 @@ class Lowering {
   std::vector<kir::BufferId> out_buffers_;
   std::vector<VarId> dim_vars_;  // the loop variable of each full dim; -1: coordinate 0
   std::unordered_map<int64_t, VarId> size_vars_;  // symbol id -> its size parameter
+  std::map<VarId, SymInt> size_meaning_;          // size parameter -> its value over symbols
+  int derived_count_ = 0;
   std::unordered_map<const ir::Value*, ExprId> kept_;
   std::unordered_map<const ir::Value*, ExprId> memo_;  // Full values in the current loop nest
   int reduction_nests_ = 0;
@@ -563,8 +583,12 @@ std::string kernel_name(const ir::Graph& subgraph, size_t index) {
 
 }  // namespace
 
-kir::Kernel lower_fusion_group(const ir::Graph& subgraph, std::string name) {
-  return Lowering(subgraph, std::move(name)).run();
+kir::Kernel lower_fusion_group(const ir::Graph& subgraph, std::string name,
+                               std::vector<SymInt>* size_args) {
+  Lowering lowering(subgraph, std::move(name));
+  kir::Kernel k = lowering.run();
+  if (size_args != nullptr) *size_args = lowering.size_args(k);
+  return k;
 }
 
 static std::string first_line_of(const char* text) {
@@ -582,12 +606,14 @@ bool lower_fusion_groups(ir::Graph& graph) {
     if (n->fusion_group().kernel) continue;
     const ir::Graph& sub = *n->fusion_group().subgraph;
     std::shared_ptr<const kir::Kernel> kernel;
+    std::vector<SymInt> size_args;
     try {
-      kernel = std::make_shared<const kir::Kernel>(lower_fusion_group(sub, kernel_name(sub, i)));
+      kernel = std::make_shared<const kir::Kernel>(
+          lower_fusion_group(sub, kernel_name(sub, i), &size_args));
     } catch (const Error& e) {
-      // A symbolic group whose sizes the kernel IR cannot express yet (a loop extent such as
-      // s1*s2, docs/dynamic_shapes.md) stays a subgraph: the plan interpreter runs its ops one
-      // by one, at the call's symbols. A static group that fails to lower is a bug: it throws.
+      // A symbolic group whose sizes the kernel IR cannot express (a division by a symbol,
+      // docs/dynamic_shapes.md) stays a subgraph: the plan interpreter runs its ops one by one,
+      // at the call's symbols. A static group that fails to lower is a bug: it throws.
       if (!sub.has_symbolic_types()) throw;
       log_line("fallbacks", fmt::format("{}: not lowered to one kernel; its ops run one by one",
                                         first_line_of(e.what())));
@@ -595,6 +621,7 @@ bool lower_fusion_groups(ir::Graph& graph) {
     }
     kir::verify(*kernel);
     n->fusion_group().kernel = std::move(kernel);
+    n->fusion_group().size_args = std::move(size_args);
     changed = true;
   }
   return changed;

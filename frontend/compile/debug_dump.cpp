@@ -27,9 +27,18 @@ namespace fs = std::filesystem;
 // The kernel IR of every lowered fusion group of `g`, in graph order.
 std::string kernels_text(const ir::Graph& g) {
   std::string s;
-  for (const ir::Node* n : g.nodes())
-    if (n->kind() == ir::NodeKind::FusionGroup && n->fusion_group().kernel)
-      s += n->fusion_group().kernel->str() + "\n";
+  for (const ir::Node* n : g.nodes()) {
+    if (n->kind() != ir::NodeKind::FusionGroup || !n->fusion_group().kernel) continue;
+    const ir::FusionGroupAttrs& group = n->fusion_group();
+    // A size parameter that is not a symbol of its own (a loop over s0*s1) says what it is.
+    std::vector<kir::VarId> sizes = group.kernel->sizes();
+    for (size_t i = 0; i < sizes.size() && i < group.size_args.size(); ++i) {
+      if (group.size_args[i].symbol_id()) continue;
+      s += fmt::format("# %{} = {}\n", group.kernel->vars[static_cast<size_t>(sizes[i])].name,
+                       group.size_args[i].str());
+    }
+    s += group.kernel->str() + "\n";
+  }
   return s;
 }
 

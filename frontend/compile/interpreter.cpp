@@ -60,16 +60,17 @@ std::vector<int64_t> check_inputs(const ir::Graph& g, const std::vector<Tensor>&
 
 // The values of `kernel`'s size parameters, each named after its symbol (Note [Size
 // parameters]), from the symbols' values.
-std::vector<int64_t> size_arguments(const kir::Kernel& kernel, std::span<const int64_t> symbols) {
+// Each size parameter's value at this call's symbols (FusionGroupAttrs::size_args).
+std::vector<int64_t> size_arguments(const ir::FusionGroupAttrs& group,
+                                    std::span<const int64_t> symbols) {
+  const kir::Kernel& kernel = *group.kernel;
+  KILN_CHECK(group.size_args.size() == kernel.sizes().size(),
+             "{}: the kernel takes {} size parameters, and the group says what {} of them are",
+             kernel.name, kernel.sizes().size(), group.size_args.size());
   std::vector<int64_t> out;
-  for (kir::VarId v : kernel.sizes()) {
-    const std::string& name = kernel.vars[static_cast<size_t>(v)].name;
-    size_t k = name.size() > 1 && name[0] == 's' ? std::stoul(name.substr(1)) : SIZE_MAX;
-    KILN_CHECK(k < symbols.size(),
-               "{}: size parameter '{}' names no symbol of the graph ({} symbols)", kernel.name,
-               name, symbols.size());
-    out.push_back(symbols[k]);
-  }
+  out.reserve(group.size_args.size());
+  for (const SymInt& s : group.size_args)
+    out.push_back(s.evaluate(symbols));
   return out;
 }
 
@@ -127,7 +128,7 @@ std::vector<Tensor> run_fusion_kernel(const ir::Node& node, const std::vector<Te
     buffers.push_back(outputs.back());
   }
   std::vector<int64_t> sizes;
-  if (!symbols.empty()) sizes = size_arguments(kernel, symbols);
+  if (!symbols.empty()) sizes = size_arguments(node.fusion_group(), symbols);
   const auto& compiled = node.fusion_group().compiled;
   profiler::RecordScope scope(profiler::ScopeKind::Kernel, kernel.name,
                               compiled ? compiled->backend() : "interpreter");

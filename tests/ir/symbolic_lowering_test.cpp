@@ -56,7 +56,12 @@ std::vector<Tensor> run_group(const Lowered& l, const std::vector<Tensor>& input
     outputs.push_back(empty(shape));
     args.push_back(outputs.back());
   }
-  kir::run_kernel(*l.group->fusion_group().kernel, args, sizes);
+  // The size parameters are the symbols and the expressions the loops run to
+  // (FusionGroupAttrs::size_args), evaluated at the call's symbols.
+  std::vector<int64_t> params;
+  for (const SymInt& s : l.group->fusion_group().size_args)
+    params.push_back(s.evaluate(sizes));
+  kir::run_kernel(*l.group->fusion_group().kernel, args, params);
   return outputs;
 }
 
@@ -117,35 +122,43 @@ TEST(SymbolicLowering, ReductionsOverSymbolicRows) {
   }
 }
 
-// An extent that is an expression of symbols is refused with a message, not lowered wrongly.
-// A loop extent the kernel IR cannot take yet (an expression of symbols) leaves the group a
-// subgraph, with a `fallbacks` log line; the plan interpreter runs its ops at the call's sizes.
-TEST(SymbolicLowering, AGroupWithAnExpressionExtentStaysASubgraph) {
+// A loop extent that is an expression of symbols (2*s0 + 1, a product s0*s1 after a reshape)
+// runs to a size parameter of its own, which the launcher evaluates at the call's symbols.
+TEST(SymbolicLowering, AnExpressionExtentRunsToADerivedSizeParameter) {
   auto g = ir::parse(R"(graph(%x : f32[2*s0 + 1]) symbols(s0 = 4):
   %0 : f32[2*s0 + 1] = exp(%x)
   %1 : f32[2*s0 + 1] = mul(%0, %x)
   return (%1)
 )");
   fuse(*g, {});
-  std::vector<std::string> saved = set_log_topics({"fallbacks"});
-  testing::internal::CaptureStderr();
   lower_fusion_groups(*g);
-  std::string err = testing::internal::GetCapturedStderr();
-  set_log_topics(saved);
-  EXPECT_NE(err.find("the loop extent 2*s0 + 1 is an expression of symbols"), std::string::npos)
-      << err;
-  for (const ir::Node* n : g->nodes()) {
-    if (n->kind() == ir::NodeKind::FusionGroup) {
-      EXPECT_EQ(n->fusion_group().kernel, nullptr);
-    }
-  }
+  ir::verify(*g);
+  const ir::Node* group = nullptr;
+  for (const ir::Node* n : g->nodes())
+    if (n->kind() == ir::NodeKind::FusionGroup) group = n;
+  ASSERT_NE(group, nullptr);
+  ASSERT_NE(group->fusion_group().kernel, nullptr);
+  const SymInt s0 = SymInt::symbol(0);
+  EXPECT_EQ(group->fusion_group().size_args, (std::vector<SymInt>{s0, 2 * s0 + 1}));
   Tensor x = from_vector(std::vector<float>{0.5f, -1, 2, 0.25f, 1.5f, -0.75f, 3}, {7});  // s0 = 3
   // The input's one dim is an expression, which binds no symbol: s0 is given.
-  const std::vector<int64_t> s0 = {3};
-  std::vector<float> got = interpret(*g, {x}, nullptr, &s0)[0].to_vector<float>();
+  const std::vector<int64_t> symbols = {3};
+  std::vector<float> got = interpret(*g, {x}, nullptr, &symbols)[0].to_vector<float>();
   std::vector<float> in = x.to_vector<float>();
   for (size_t i = 0; i < in.size(); ++i)
     EXPECT_FLOAT_EQ(got[i], std::exp(in[i]) * in[i]) << i;
+
+  Lowered l = fuse_and_lower(R"(graph(%x : f32[s0, s1, 4], %b : f32[4]) symbols(s0 = 3, s1 = 5):
+  %0 : f32[s0*s1, 4] = view(%x) {size=[-1, 4]}
+  %1 : f32[s0*s1, 4] = add(%0, %b) {alpha=1}
+  %2 : f32[s0*s1, 4] = relu(%1)
+  return (%2)
+)");
+  for (const auto& sizes : kSizes) {
+    SCOPED_TRACE(::testing::Message() << "s0=" << sizes[0] << " s1=" << sizes[1]);
+    Tensor a = randn({sizes[0], sizes[1], 4}), b = randn({4});
+    expect_close(run_group(l, {a, b}, sizes)[0], relu(a.reshape({-1, 4}) + b));
+  }
 }
 
 }  // namespace
