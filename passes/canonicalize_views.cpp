@@ -5,37 +5,66 @@
 #include <unordered_set>
 
 #include "kiln/base/error.h"
+#include "kiln/ir/symbols.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/propagate_types.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
+#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln::passes {
 namespace {
 
 // Where a view's elements are, relative to the storage offset of the chain's base. Two views of
-// one base with equal geometries read exactly the same elements in the same order.
+// one base with equal geometries read exactly the same elements in the same order. Over symbols
+// (Note [Symbolic types]) the sizes, strides and offset are expressions, equal when they are
+// equal for every value of the symbols.
 struct Geometry {
-  Shape sizes;
-  Shape strides;
-  int64_t offset = 0;
+  SymShape sizes;
+  SymShape strides;
+  SymInt offset = 0;
   friend bool operator==(const Geometry&, const Geometry&) = default;
 };
 
 Geometry base_geometry(const ir::TensorType& t) {
-  return {t.sizes, t.effective_strides(), 0};
+  return {t.symbolic_sizes(), t.symbolic_strides(), 0};
 }
 
+// The view's geometry by the op's integer rule, or by its rule over symbols where anything is
+// symbolic. Such a rule may assume only facts the graph already holds (Note [Assumed size
+// facts]): collapsing a chain never narrows the sizes a graph serves.
 std::optional<Geometry> apply_view(const OpDef& op, const void* attrs, const Geometry& in,
-                                   const ir::TensorType& base) {
-  MetaRef m{in.sizes, in.strides, in.offset, base.dtype, base.device};
+                                   const ir::TensorType& base, const ir::Graph& g) {
   try {
-    std::vector<OutputGeometry> out = op.shape(op, std::span(&m, 1), attrs);
+    bool integers = is_static(in.sizes) && is_static(in.strides) && !in.offset.is_symbolic() &&
+                    !ir::attrs_are_symbolic(op.attrs, attrs);
+    if (integers) {
+      Shape sizes = expect_ints(in.sizes, op.name), strides = expect_ints(in.strides, op.name);
+      MetaRef m{sizes, strides, in.offset.expect_int(op.name), base.dtype, base.device};
+      std::vector<OutputGeometry> out = op.shape(op, std::span(&m, 1), attrs);
+      if (out.size() != 1) return std::nullopt;
+      return Geometry{to_sym_shape(out[0].sizes), to_sym_shape(out[0].strides),
+                      out[0].storage_offset};
+    }
+    if (op.sym_shape == nullptr) return std::nullopt;
+    SymAssumptions scope(g.symbol_hints());
+    SymMetaRef m{in.sizes, in.strides, in.offset, base.dtype, base.device};
+    std::vector<SymOutputGeometry> out = op.sym_shape(op, std::span(&m, 1), attrs);
+    const std::vector<SymFact>& known = g.symbol_facts();
+    for (const SymFact& f : scope.facts())
+      if (std::find(known.begin(), known.end(), f) == known.end()) return std::nullopt;
     if (out.size() != 1) return std::nullopt;
     return Geometry{std::move(out[0].sizes), std::move(out[0].strides), out[0].storage_offset};
   } catch (const Error&) {
     return std::nullopt;
   }
+}
+
+// q with a = q * b exactly, when the expressions say so (an integer, or floordiv that leaves
+// no remainder); nullopt otherwise.
+std::optional<SymInt> exact_quotient(const SymInt& a, const SymInt& b) {
+  if (b == 0 || !(mod(a, b) == 0)) return std::nullopt;
+  return floordiv(a, b);
 }
 
 bool is_view(const ir::Node* n) {
@@ -87,8 +116,8 @@ std::optional<Shape> matched_permutation(const Geometry& base, const Geometry& t
   std::vector<bool> used(base.sizes.size(), false);
   for (size_t i = 0; i < target.sizes.size(); ++i) {
     size_t j = 0;
-    while (j < base.sizes.size() &&
-           (used[j] || base.sizes[j] != target.sizes[i] || base.strides[j] != target.strides[i]))
+    while (j < base.sizes.size() && (used[j] || !(base.sizes[j] == target.sizes[i]) ||
+                                     !(base.strides[j] == target.strides[i])))
       ++j;
     if (j == base.sizes.size()) return std::nullopt;
     used[j] = true;
@@ -105,7 +134,7 @@ std::vector<Candidate> candidates_of(std::string_view kind, const Geometry& b, c
   auto nb = static_cast<int64_t>(b.sizes.size());
   auto ng = static_cast<int64_t>(g.sizes.size());
   if (kind == "view" || kind == "expand") {
-    out.push_back(candidate(kind, SizeAttrs{to_sym_shape(g.sizes)}));
+    out.push_back(candidate(kind, SizeAttrs{g.sizes}));
   } else if (kind == "permute" || kind == "transpose") {
     std::optional<Shape> perm = composed_permutation(chain, nb);
     if (!perm) perm = matched_permutation(b, g);
@@ -138,19 +167,34 @@ std::vector<Candidate> candidates_of(std::string_view kind, const Geometry& b, c
   } else if (kind == "slice" && ng == nb) {
     std::vector<int64_t> differ;
     for (int64_t d = 0; d < nb; ++d)
-      if (b.sizes[d] != g.sizes[d] || b.strides[d] != g.strides[d]) differ.push_back(d);
+      if (!(b.sizes[d] == g.sizes[d]) || !(b.strides[d] == g.strides[d])) differ.push_back(d);
     if (differ.size() != 1) return out;
-    int64_t d = differ[0], s = b.strides[d];
-    if (s <= 0 || g.strides[d] % s != 0 || g.offset % s != 0) return out;
-    int64_t step = g.strides[d] / s, start = g.offset / s;
-    int64_t end = g.sizes[d] == 0 ? start : start + (g.sizes[d] - 1) * step + 1;
-    if (step > 0) out.push_back(candidate(kind, SliceAttrs{d, start, end, step}));
+    int64_t d = differ[0];
+    const SymInt& s = b.strides[d];
+    std::optional<SymInt> step = exact_quotient(g.strides[d], s),
+                          start = exact_quotient(g.offset, s);
+    if (!step || !start || !step->maybe_int() || !start->maybe_int() || *step->maybe_int() <= 0)
+      return out;
+    SymInt end = g.sizes[d] == 0 ? *start : *start + (g.sizes[d] - 1) * *step + 1;
+    // Slice bounds are integers: an end that is an expression counts from the end of the dim.
+    std::optional<int64_t> e = end.maybe_int();
+    if (!e && end == b.sizes[d]) e = INT64_MAX;
+    if (!e) {
+      std::optional<int64_t> from_end = (b.sizes[d] - end).maybe_int();
+      if (from_end && *from_end > 0) e = -*from_end;
+    }
+    if (e)
+      out.push_back(candidate(kind, SliceAttrs{d, *start->maybe_int(), *e, *step->maybe_int()}));
   } else if (kind == "select" && ng + 1 == nb) {
     for (int64_t d = 0; d < nb; ++d) {
-      int64_t s = b.strides[d];
-      int64_t index = s == 0 ? 0 : g.offset / s;
-      if (s != 0 && g.offset % s != 0) continue;
-      out.push_back(candidate(kind, SelectAttrs{d, index}));
+      const SymInt& s = b.strides[d];
+      std::optional<SymInt> index = s == 0 ? std::optional<SymInt>(0) : exact_quotient(g.offset, s);
+      if (!index) continue;
+      if (std::optional<int64_t> i = index->maybe_int()) {
+        out.push_back(candidate(kind, SelectAttrs{d, *i}));
+      } else if (std::optional<int64_t> from_end = (b.sizes[d] - *index).maybe_int()) {
+        out.push_back(candidate(kind, SelectAttrs{d, -*from_end}));  // x[-k] of a symbolic dim
+      }
     }
   }
   return out;
@@ -199,12 +243,13 @@ class ViewCanonicalizer {
       for (const ir::Value* v : n->inputs())
         inputs.push_back(v->type());
       std::vector<ir::TensorType> types;
+      std::vector<SymFact> facts = g_.symbol_facts();
       try {
-        types = infer_op_types(*n->op(), inputs, n->attrs());
+        types = infer_op_types(*n->op(), inputs, n->attrs(), g_.symbol_hints(), &facts);
       } catch (const Error&) {
         continue;  // an invalid node: the verifier names it
       }
-      if (types.size() != n->num_outputs()) continue;
+      if (types.size() != n->num_outputs() || facts.size() != g_.symbol_facts().size()) continue;
       for (size_t i = 0; i < types.size(); ++i) {
         types[i].requires_grad = n->output(i)->type().requires_grad;
         if (n->output(i)->type() == types[i]) continue;
@@ -248,17 +293,24 @@ class ViewCanonicalizer {
     Geometry b = base_geometry(bt);
     std::optional<Geometry> g = b;
     for (const ir::Node* v : chain) {
-      g = apply_view(*v->op(), v->attrs(), *g, bt);
+      g = apply_view(*v->op(), v->attrs(), *g, bt, g_);
       if (!g) return nullptr;
     }
     if (*g == b) return bt == want ? base : nullptr;
     if (chain.size() < 2) return nullptr;
     for (std::string_view kind : kinds_of(chain)) {
       for (Candidate& c : candidates_of(kind, b, *g, chain)) {
-        std::optional<Geometry> got = apply_view(*c.op, c.attrs.get(), b, bt);
+        std::optional<Geometry> got = apply_view(*c.op, c.attrs.get(), b, bt, g_);
         if (!got || !(*got == *g)) continue;
-        std::vector<ir::TensorType> types = infer_op_types(*c.op, std::span(&bt, 1), c.attrs.get());
-        if (types.size() != 1) continue;
+        std::vector<SymFact> facts = g_.symbol_facts();
+        std::vector<ir::TensorType> types;
+        try {
+          types =
+              infer_op_types(*c.op, std::span(&bt, 1), c.attrs.get(), g_.symbol_hints(), &facts);
+        } catch (const Error&) {
+          continue;
+        }
+        if (types.size() != 1 || facts.size() != g_.symbol_facts().size()) continue;
         types[0].requires_grad = want.requires_grad;  // autograd state: n's, as in simplify.cpp
         if (!(types[0] == want)) continue;
         ir::Node* saved = g_.insert_point();

@@ -82,15 +82,11 @@ bool print_cuda_pass(ir::Graph& g, PassContext& ctx) {
   return false;
 }
 
-std::vector<std::string> pass_names(bool only_symbolic = false) {
+std::vector<std::string> pass_names() {
   std::vector<std::string> names;
   for (const PassInfo& p : all_passes())
-    if (p.symbolic || !only_symbolic) names.push_back(p.name);
+    names.push_back(p.name);
   return names;
-}
-
-std::vector<std::string> symbolic_pass_names() {
-  return pass_names(true);
 }
 
 }  // namespace
@@ -98,25 +94,24 @@ std::vector<std::string> symbolic_pass_names() {
 const std::vector<PassInfo>& all_passes() {
   static const std::vector<PassInfo> passes = {
       {"verify", "check SSA order, use lists and types against the op table (changes nothing)",
-       verify_pass, true},
-      {"print", "print the graph as it is at this point of the pipeline", print_pass, true},
-      {"dce", "remove nodes whose results are unused", dce_pass, true},
-      {"cse", "merge nodes that compute the same op on the same inputs", cse_pass, true},
+       verify_pass},
+      {"print", "print the graph as it is at this point of the pipeline", print_pass},
+      {"dce", "remove nodes whose results are unused", dce_pass},
+      {"cse", "merge nodes that compute the same op on the same inputs", cse_pass},
       {"simplify", "algebraic rewrites (x*1, x+0, neg(neg(x)), view chains, ...) that keep types",
-       simplify_pass, true},
+       simplify_pass},
       {"constant_fold", "evaluate ops on constants once and store the result (up to 64 KiB)",
-       constant_fold_pass, true},
+       constant_fold_pass},
       {"propagate_types", "recompute op outputs' shapes, dtypes and requires_grad from inputs",
-       propagate_types_pass, true},
+       propagate_types_pass},
       {"canonicalize_views", "collapse view chains to one op, drop identity views, fix strides",
        canonicalize_views_pass},
       {"fuse", "group pointwise ops and reductions into prim.fusion_group nodes, one kernel each",
-       fuse_pass, true},
-      {"lower", "lower each fusion group to one kernel-IR kernel and verify it", lower_pass, true},
-      {"print-kernels", "print the kernel IR of the lowered fusion groups", print_kernels_pass,
-       true},
+       fuse_pass},
+      {"lower", "lower each fusion group to one kernel-IR kernel and verify it", lower_pass},
+      {"print-kernels", "print the kernel IR of the lowered fusion groups", print_kernels_pass},
       {"print-cuda", "print the CUDA C of the lowered fusion groups (codegen/cuda/)",
-       print_cuda_pass, true},
+       print_cuda_pass},
   };
   return passes;
 }
@@ -149,12 +144,6 @@ void run_passes(ir::Graph& graph, const std::vector<std::string>& names, PassCon
     passes.push_back(p);
   }
   for (const PassInfo* p : passes) {
-    KILN_CHECK(
-        p->symbolic || !graph.has_symbolic_types(),
-        "pass '{}' does not handle symbolic sizes yet, and the graph has the symbols s0..s{} "
-        "(the passes that do: {})",
-        p->name, static_cast<int64_t>(graph.symbol_hints().size()) - 1,
-        fmt::join(symbolic_pass_names(), ", "));
     bool changed;
     {
       // One profiler scope per pass ("pass fuse"), so compile-time figures split by pass.

@@ -25,10 +25,9 @@ using PassFn = bool (*)(ir::Graph& graph, PassContext& ctx);
 struct PassInfo {
   std::string name;
   std::string summary;  // one line, for `kiln opt --help`
+  // Every pass handles graphs with symbolic sizes (Note [Symbolic types], ir/type.h): it reads
+  // the expressions, never the hints, where a result depends on a size.
   PassFn run = nullptr;
-  // Whether the pass handles graphs with symbolic sizes (Note [Symbolic types], ir/type.h).
-  // run_passes refuses the others on such a graph rather than let them read the hints.
-  bool symbolic = false;
 };
 
 // The built-in passes, in the order `kiln opt --help` lists them.
@@ -43,8 +42,7 @@ struct PassRunOptions {
 };
 
 // Runs `names` in order. An unknown name throws kiln::Error listing the registered passes; a
-// verifier failure after a pass throws kiln::Error naming that pass, and so does a pass without
-// PassInfo::symbolic on a graph with symbolic types.
+// verifier failure after a pass throws kiln::Error naming that pass.
 void run_passes(ir::Graph& graph, const std::vector<std::string>& names, PassContext& ctx,
                 const PassRunOptions& options = {});
 

@@ -12,15 +12,7 @@ void run(ir::Graph& graph, const std::vector<std::string>& names, const Pipeline
       options.after_change(p.name, g);
     };
   }
-  // A symbolic graph runs the passes that read its symbols (PassInfo::symbolic); the others
-  // would read the hints, and run_passes refuses them on it.
-  if (!graph.has_symbolic_types()) return run_passes(graph, names, ctx, run);
-  std::vector<std::string> symbolic;
-  for (const std::string& name : names) {
-    const PassInfo* p = find_pass(name);
-    if (p != nullptr && p->symbolic) symbolic.push_back(name);
-  }
-  run_passes(graph, symbolic, ctx, run);
+  run_passes(graph, names, ctx, run);
 }
 
 }  // namespace

@@ -26,8 +26,7 @@ void optimize_joint_graph(ir::Graph& graph, const PipelineOptions& options = {})
 // rematerialization left, canonicalize views, then fuse and lower each group to kernel IR.
 void optimize_partitioned_graph(ir::Graph& graph, const PipelineOptions& options = {});
 
-// On a graph with symbolic sizes (Note [Symbolic types]) both run only the passes of their list
-// that are marked PassInfo::symbolic.
+// A graph with symbolic sizes (Note [Symbolic types]) runs the same passes.
 
 // The two lists, for --help texts and tests.
 const std::vector<std::string>& joint_pipeline();
