@@ -277,6 +277,18 @@ def test_a_comparison_of_sizes_is_a_guard_not_a_specialization(capfd):
     assert "specialized" not in err
 
 
+def test_arange_over_a_symbolic_size_keeps_it():
+    @kiln.compile(dynamic=True)
+    def positions(x):
+        return x + kiln.arange(x.shape[1]) * 0.5 + kiln.arange(0, x.shape[1], dtype=kiln.float32)
+
+    for shape in ((3, 4), (5, 7), (2, 9)):
+        x = kiln.randn(*shape)
+        want = x + kiln.arange(shape[1]) * 0.5 + kiln.arange(0, shape[1], dtype=kiln.float32)
+        assert _close(positions(x), want)
+    assert positions.stats()["compiles"] == 1
+
+
 def test_a_training_step_written_with_x_shape_compiles_once_for_every_size():
     kiln.manual_seed(3)
     d, heads = 16, 2

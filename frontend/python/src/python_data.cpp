@@ -349,6 +349,12 @@ void bind_tensor_data(nb::module_& m) {
       [](nb::handle a, nb::handle b, nb::handle step, std::optional<DType> dtype,
          std::optional<Device> device, bool requires_grad) {
         TensorOptions o = make_options(dtype, device, requires_grad);
+        // arange(n) and arange(0, n) with n = x.shape[0] inside a symbolic trace: a range over
+        // the symbol (arange_symint) instead of a read of it.
+        bool from_zero = b.is_none() || (PyLong_Check(a.ptr()) && nb::cast<int64_t>(a) == 0);
+        nb::handle end = b.is_none() ? a : b;
+        if (from_zero && step.is_none() && !requires_grad && is_sym_int(end))
+          return arange_symint(*sym_size_item(end), o);
         if (b.is_none()) return arange(to_scalar(a), o);
         return arange(to_scalar(a), to_scalar(b), step.is_none() ? Scalar(1) : to_scalar(step), o);
       },
