@@ -1,6 +1,9 @@
 #include "kiln/runtime/kernels/conv_geometry.h"
 
+#include <algorithm>
+
 #include "kiln/base/error.h"
+#include "kiln/runtime/kernels/op_rules.h"
 
 namespace kiln {
 namespace {
@@ -146,24 +149,67 @@ void check_backward_call(const OpDef& op, size_t inputs, const ConvBackwardAttrs
              shape_str(a.output_mask));
 }
 
-// Note [Convolution over symbols]: the window arithmetic (floor divisions of the spatial sizes)
-// stays integer; only the batch dim may be a symbol, the common case of a model that sees
-// batches of any size. The integer geometry is checked with the batch at a symbol's least
-// value, 2 (Note [Symbolic sizes]), which the checks never depend on.
-Shape batch_free(const OpDef& op, std::span<const SymInt> sizes, const char* what) {
-  Shape out;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (d == 0 && sizes[d].is_symbolic()) {
-      out.push_back(2);
-      continue;
+// Note [Convolution over symbols]: channels stay integers (they must match the weight's), and
+// the batch and spatial dims may be symbols. The integer geometry checks the call with a
+// stand-in for each symbol: the batch at a symbol's least value, 2 (Note [Symbolic sizes]),
+// which no check depends on; a spatial size at the window's span, where the window fits. The
+// spatial output sizes are then the same arithmetic over symbols (floordiv for the strided
+// windows), and the window must fit for every size the graph serves: a fact when it holds only
+// at the traced sizes (Note [Assumed size facts]).
+struct SymConvCall {
+  ConvGeometry g;   // at the stand-ins
+  SymShape output;  // over symbols
+};
+
+SymConvCall sym_conv_call(const OpDef& op, std::span<const SymInt> input, ShapeRef weight,
+                          const ShapeRef* bias, const ConvAttrs& a) {
+  KILN_CHECK(input.size() == 3 || input.size() == 4,
+             "{}: expected a batched input [N, C, L] or [N, C, H, W], got input of size {}",
+             op.name, sym_shape_str(input));
+  KILN_CHECK(weight.size() == input.size(),
+             "{}: expected {}-dimensional input for {}-dimensional weight {}, got input of size {}",
+             op.name, weight.size(), weight.size(), shape_str(weight), sym_shape_str(input));
+  KILN_CHECK(!input[1].is_symbolic(),
+             "{}: the channels of the input {} must be an integer (they match the weight's)",
+             op.name, sym_shape_str(input));
+  auto spatial = static_cast<int64_t>(input.size()) - 2;
+  Shape stand_in;
+  for (size_t d = 0; d < input.size(); ++d) {
+    if (!input[d].is_symbolic()) {
+      stand_in.push_back(*input[d].maybe_int());
+    } else if (d == 0) {
+      stand_in.push_back(2);
+    } else {
+      int64_t k = static_cast<int64_t>(d) - 2;
+      int64_t dil = per_dim(op, "dilation", a.dilation, spatial, k);
+      stand_in.push_back(std::max<int64_t>(2, dil * (weight[d] - 1) + 1));
     }
-    KILN_CHECK(!sizes[d].is_symbolic(),
-               "{}: only the batch dim of {} may be symbolic, got {} (the window arithmetic of "
-               "the other dims is not written over symbols)",
-               op.name, what, sym_shape_str(sizes));
-    out.push_back(*sizes[d].maybe_int());
   }
-  return out;
+  SymConvCall c{conv_geometry(op, stand_in, weight, bias, a), {}};
+  c.output = to_sym_shape(c.g.output_sizes());
+  c.output[0] = input[0];
+  for (int64_t k = 0; k < spatial; ++k) {
+    size_t at = static_cast<size_t>(2 + k);
+    if (!input[at].is_symbolic()) continue;
+    int i = static_cast<int>(2 - spatial + k);
+    int64_t s = c.g.stride[i], p = c.g.padding[i];
+    int64_t span = c.g.dilation[i] * (c.g.kernel[i] - 1) + 1;
+    const SymInt& x = input[at];
+    if (a.transposed) {
+      int64_t op_pad = per_dim(op, "output_padding", a.output_padding, spatial, k);
+      c.output[at] = (x - 1) * s - 2 * p + span + op_pad;
+      KILN_CHECK(rules::at_least(c.output[at], 1),
+                 "{}: the output size {} may be too small (input {}, weight {})", op.name,
+                 c.output[at], sym_shape_str(input), shape_str(weight));
+    } else {
+      KILN_CHECK(rules::at_least(x + 2 * p - span, 0),
+                 "{}: the kernel size {} may be greater than the padded input size {} (input {}, "
+                 "weight {})",
+                 op.name, span, x + 2 * p, sym_shape_str(input), shape_str(weight));
+      c.output[at] = floordiv(x + 2 * p - span, s) + 1;
+    }
+  }
+  return c;
 }
 
 }  // namespace
@@ -174,15 +220,12 @@ std::vector<SymOutputGeometry> convolution_sym_shape(const OpDef& op,
   KILN_CHECK(in.size() == 2 || in.size() == 3,
              "{}: expected (input, weight) or (input, weight, bias), got {} tensors", op.name,
              in.size());
-  Shape input = batch_free(op, in[0].sizes, "the input");
   Shape weight = expect_ints(in[1].sizes, op.name), bias;
   if (in.size() == 3) bias = expect_ints(in[2].sizes, op.name);
   ShapeRef bias_ref = bias;
-  ConvGeometry g = conv_geometry(op, input, weight, in.size() == 3 ? &bias_ref : nullptr,
-                                 attrs_as<ConvAttrs>(attrs));
-  SymShape out = to_sym_shape(g.output_sizes());
-  out[0] = in[0].sizes[0];
-  return {{std::move(out)}};
+  SymConvCall c = sym_conv_call(op, in[0].sizes, weight, in.size() == 3 ? &bias_ref : nullptr,
+                                attrs_as<ConvAttrs>(attrs));
+  return {{std::move(c.output)}};
 }
 
 std::vector<SymOutputGeometry> convolution_backward_sym_shape(const OpDef& op,
@@ -190,18 +233,16 @@ std::vector<SymOutputGeometry> convolution_backward_sym_shape(const OpDef& op,
                                                               const void* attrs) {
   const auto& a = attrs_as<ConvBackwardAttrs>(attrs);
   check_backward_call(op, in.size(), a);
-  ConvGeometry g = conv_geometry(op, batch_free(op, in[1].sizes, "the input"),
-                                 expect_ints(in[2].sizes, op.name), nullptr, a.conv);
-  SymShape expected = to_sym_shape(g.output_sizes());
-  expected[0] = in[1].sizes[0];
-  KILN_CHECK(SymShape(in[0].sizes.begin(), in[0].sizes.end()) == expected,
+  SymConvCall c =
+      sym_conv_call(op, in[1].sizes, expect_ints(in[2].sizes, op.name), nullptr, a.conv);
+  KILN_CHECK(SymShape(in[0].sizes.begin(), in[0].sizes.end()) == c.output,
              "{}: expected grad_output of size {} (input {}, weight {}), got {}", op.name,
-             sym_shape_str(expected), sym_shape_str(in[1].sizes), sym_shape_str(in[2].sizes),
+             sym_shape_str(c.output), sym_shape_str(in[1].sizes), sym_shape_str(in[2].sizes),
              sym_shape_str(in[0].sizes));
   std::vector<SymOutputGeometry> out;
   if (a.output_mask[0] != 0) out.push_back({SymShape(in[1].sizes.begin(), in[1].sizes.end())});
   if (a.output_mask[1] != 0) out.push_back({SymShape(in[2].sizes.begin(), in[2].sizes.end())});
-  if (a.output_mask[2] != 0) out.push_back({SymShape{g.out_channels}});
+  if (a.output_mask[2] != 0) out.push_back({SymShape{c.g.out_channels}});
   return out;
 }
 

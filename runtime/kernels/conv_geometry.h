@@ -60,7 +60,7 @@ ConvBackwardOutputs conv_backward_outputs(const ConvBackwardAttrs& a,
 std::vector<OutputGeometry> convolution_shape(const OpDef& op, std::span<const MetaRef> in,
                                               const void* attrs);
 DType convolution_dtype(const OpDef& op, std::span<const MetaRef> in, const void* attrs, size_t);
-// The same over symbols, for a symbolic batch dim (Note [Convolution over symbols]).
+// The same over symbols, for symbolic batch and spatial dims (Note [Convolution over symbols]).
 std::vector<SymOutputGeometry> convolution_sym_shape(const OpDef& op,
                                                      std::span<const SymMetaRef> in,
                                                      const void* attrs);

@@ -248,30 +248,35 @@ TEST(DynamicCompile, ASymbolSpecializedAfterItsSizesWereSavedKeepsTheOthers) {
   EXPECT_NE(f.dump().find("input 0 dim 0: symbolic"), std::string::npos) << f.dump();
 }
 
-// A convolution keeps its batch dim symbolic (Note [Convolution over symbols]); its channels and
-// spatial dims specialize. A small CNN's training step then serves every batch size with one
-// plan, gradients included.
-TEST(DynamicCompile, AConvolutionTrainsAtEveryBatchSizeWithOnePlan) {
+// A convolution keeps its batch and spatial dims symbolic (Note [Convolution over symbols]): a
+// strided one's output is floordiv(s1 + 2p - span, stride) + 1. Its channels specialize (they
+// match the weight's). A small CNN's training step then serves every batch and image size with
+// one plan, gradients included.
+TEST(DynamicCompile, AConvolutionTrainsAtEveryBatchAndImageSizeWithOnePlan) {
   kiln::manual_seed(12);
-  Tensor w = param({4, 3, 3, 3}, 0.3), b = param({4}, 0.1);
+  Tensor w = param({4, 3, 3, 3}, 0.3), b = param({4}, 0.1), w2 = param({5, 4, 3, 3}, 0.3);
   Fn fn = [=](const std::vector<Tensor>& in) {
     Tensor y = kiln::relu(kiln::conv2d(in[0], w, b, {1}, {1}));
+    y = kiln::conv2d(y, w2, {}, {2}, {1});  // strided: the sizes are floor divisions
     return std::vector<Tensor>{kiln::mean(y * y)};
   };
   CompiledFunction f = kiln::compile(fn, {.dynamic = true});
-  for (int64_t batch : {5, 2, 9}) {
-    Tensor x = kiln::randn({batch, 3, 6, 6});
+  for (auto [batch, side] : {std::pair{5, 6}, {2, 9}, {9, 7}, {3, 12}}) {
+    Tensor x = kiln::randn({batch, 3, side, side});
     auto step = [&](const Fn& g) {
       Tensor loss = g({x})[0];
-      std::vector<Tensor> grads = kiln::autograd::grad({loss}, {w, b});
-      return std::vector<Tensor>{loss, grads[0], grads[1]};
+      std::vector<Tensor> grads = kiln::autograd::grad({loss}, {w, b, w2});
+      return std::vector<Tensor>{loss, grads[0], grads[1], grads[2]};
     };
-    expect_all_close(step(f), step(fn), kReductionTol, "loss, then the weight's and bias' grads");
+    expect_all_close(step(f), step(fn), kReductionTol,
+                     "loss, then the weights' and bias' grads");
   }
   EXPECT_EQ(f.stats().compiles, 1) << f.dump();
+  EXPECT_EQ(f.stats().eager_calls, 0);
   std::string dump = f.dump();
   EXPECT_NE(dump.find("input 0 dim 0: symbolic"), std::string::npos) << dump;
-  EXPECT_NE(dump.find("input 0 dim 2: specialized"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("input 0 dim 2: symbolic"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("input 0 dim 1: specialized"), std::string::npos) << dump;
 }
 
 // A small CNN as ordinary models write it: convolution, batch_norm in training mode with

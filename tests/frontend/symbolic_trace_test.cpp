@@ -160,8 +160,10 @@ TEST(SymbolicTrace, AnOpWithoutARuleOverSymbolsSpecializesItsInputs) {
   kiln::ir::verify(f.graph());
   ASSERT_FALSE(f.specializations().empty());
   EXPECT_TRUE(mentions(f.specializations(), "convolution at")) << f.specializations().front();
-  // x1's dim has its own symbol, which view did not touch: it stays symbolic.
-  EXPECT_EQ(f.graph().input(1)->type().str(), "f32[s0]");
+  // The convolution's channels (x0's dim 0) specialize; its length and x1's dim, which it did
+  // not touch, stay symbolic.
+  EXPECT_EQ(f.graph().input(0)->type().str(), "f32[4, s0]");
+  EXPECT_EQ(f.graph().input(1)->type().str(), "f32[s1]");
   expect_eager_at(f, fn, {input({4, 3}, 3), input({9}, 4)});
 }
 
