@@ -268,8 +268,7 @@ TEST(DynamicCompile, AConvolutionTrainsAtEveryBatchAndImageSizeWithOnePlan) {
       std::vector<Tensor> grads = kiln::autograd::grad({loss}, {w, b, w2});
       return std::vector<Tensor>{loss, grads[0], grads[1], grads[2]};
     };
-    expect_all_close(step(f), step(fn), kReductionTol,
-                     "loss, then the weights' and bias' grads");
+    expect_all_close(step(f), step(fn), kReductionTol, "loss, then the weights' and bias' grads");
   }
   EXPECT_EQ(f.stats().compiles, 1) << f.dump();
   EXPECT_EQ(f.stats().eager_calls, 0);

@@ -49,10 +49,12 @@ class ReportCounts : public ::testing::Environment {
     if (!c.recompiled.empty()) {
       // The ops that keep samples from one plan, most first: what symbolic rules to write next.
       std::vector<std::pair<int, std::string>> by_count;
-      for (const auto& [name, n] : c.recompiled) by_count.emplace_back(n, name);
+      for (const auto& [name, n] : c.recompiled)
+        by_count.emplace_back(n, name);
       std::sort(by_count.rbegin(), by_count.rend());
       std::printf("[dynamic compile opinfo] samples compiled more than once, by OpInfo:");
-      for (const auto& [n, name] : by_count) std::printf(" %s %d,", name.c_str(), n);
+      for (const auto& [n, name] : by_count)
+        std::printf(" %s %d,", name.c_str(), n);
       std::printf("\n");
     }
     if (c.samples == 0) return;
