@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "kiln/base/error.h"
+#include "kiln/ir/graph.h"
 #include "kiln/ir/symbols.h"
 #include "kiln/runtime/sym_assumptions.h"
 
@@ -120,6 +121,34 @@ std::vector<TensorType> infer_op_types(const OpDef& op, std::span<const TensorTy
         in_place_self || (differentiable && any_requires_grad && is_floating(t.dtype));
   }
   return out;
+}
+
+std::optional<SymOutputGeometry> view_geometry(const OpDef& op, const void* attrs,
+                                               const SymOutputGeometry& in, DType dtype,
+                                               Device device, const Graph& g) {
+  try {
+    bool integers = is_static(in.sizes) && is_static(in.strides) &&
+                    !in.storage_offset.is_symbolic() && !attrs_are_symbolic(op.attrs, attrs);
+    if (integers) {
+      Shape sizes = expect_ints(in.sizes, op.name), strides = expect_ints(in.strides, op.name);
+      MetaRef m{sizes, strides, in.storage_offset.expect_int(op.name), dtype, device};
+      std::vector<OutputGeometry> out = op.shape(op, std::span(&m, 1), attrs);
+      if (out.size() != 1) return std::nullopt;
+      return SymOutputGeometry{to_sym_shape(out[0].sizes), to_sym_shape(out[0].strides),
+                               out[0].storage_offset};
+    }
+    if (op.sym_shape == nullptr) return std::nullopt;
+    SymAssumptions scope(g.symbol_hints());
+    SymMetaRef m{in.sizes, in.strides, in.storage_offset, dtype, device};
+    std::vector<SymOutputGeometry> out = op.sym_shape(op, std::span(&m, 1), attrs);
+    const std::vector<SymFact>& known = g.symbol_facts();
+    for (const SymFact& f : scope.facts())
+      if (std::find(known.begin(), known.end(), f) == known.end()) return std::nullopt;
+    if (out.size() != 1) return std::nullopt;
+    return std::move(out[0]);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace kiln::ir

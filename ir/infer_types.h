@@ -2,6 +2,7 @@
 // propagate_types (passes/) recomputes, for integer and symbolic sizes alike.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -9,6 +10,8 @@
 #include "kiln/runtime/op_def.h"
 
 namespace kiln::ir {
+
+class Graph;
 
 // The output types that the op table gives `op` for inputs of types `inputs` and attributes
 // `attrs`: the shape rule's sizes, the dtype rule's dtype, the device of input 0 (of the
@@ -27,5 +30,14 @@ namespace kiln::ir {
 std::vector<TensorType> infer_op_types(const OpDef& op, std::span<const TensorType> inputs,
                                        const void* attrs, std::span<const int64_t> hints = {},
                                        std::vector<SymFact>* assumed = nullptr);
+
+// The geometry view op `op` with `attrs` gives an input of geometry `in` (sizes, strides and
+// storage offset, which a chain of views composes): the op's integer rule when everything is an
+// integer, else its rule over symbols at `g`'s hints, granted only facts `g` already holds (Note
+// [Assumed size facts]), so that composing views never narrows the sizes a graph serves.
+// nullopt when the rule refuses, needs another fact, or the op has no rule over symbols.
+std::optional<SymOutputGeometry> view_geometry(const OpDef& op, const void* attrs,
+                                               const SymOutputGeometry& in, DType dtype,
+                                               Device device, const Graph& g);
 
 }  // namespace kiln::ir

@@ -5,12 +5,10 @@
 #include <unordered_set>
 
 #include "kiln/base/error.h"
-#include "kiln/ir/symbols.h"
 #include "kiln/passes/dce.h"
 #include "kiln/passes/propagate_types.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln::passes {
 namespace {
@@ -30,34 +28,13 @@ Geometry base_geometry(const ir::TensorType& t) {
   return {t.symbolic_sizes(), t.symbolic_strides(), 0};
 }
 
-// The view's geometry by the op's integer rule, or by its rule over symbols where anything is
-// symbolic. Such a rule may assume only facts the graph already holds (Note [Assumed size
-// facts]): collapsing a chain never narrows the sizes a graph serves.
+// The view's geometry over `in` (ir::view_geometry).
 std::optional<Geometry> apply_view(const OpDef& op, const void* attrs, const Geometry& in,
                                    const ir::TensorType& base, const ir::Graph& g) {
-  try {
-    bool integers = is_static(in.sizes) && is_static(in.strides) && !in.offset.is_symbolic() &&
-                    !ir::attrs_are_symbolic(op.attrs, attrs);
-    if (integers) {
-      Shape sizes = expect_ints(in.sizes, op.name), strides = expect_ints(in.strides, op.name);
-      MetaRef m{sizes, strides, in.offset.expect_int(op.name), base.dtype, base.device};
-      std::vector<OutputGeometry> out = op.shape(op, std::span(&m, 1), attrs);
-      if (out.size() != 1) return std::nullopt;
-      return Geometry{to_sym_shape(out[0].sizes), to_sym_shape(out[0].strides),
-                      out[0].storage_offset};
-    }
-    if (op.sym_shape == nullptr) return std::nullopt;
-    SymAssumptions scope(g.symbol_hints());
-    SymMetaRef m{in.sizes, in.strides, in.offset, base.dtype, base.device};
-    std::vector<SymOutputGeometry> out = op.sym_shape(op, std::span(&m, 1), attrs);
-    const std::vector<SymFact>& known = g.symbol_facts();
-    for (const SymFact& f : scope.facts())
-      if (std::find(known.begin(), known.end(), f) == known.end()) return std::nullopt;
-    if (out.size() != 1) return std::nullopt;
-    return Geometry{std::move(out[0].sizes), std::move(out[0].strides), out[0].storage_offset};
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+  std::optional<SymOutputGeometry> out =
+      ir::view_geometry(op, attrs, {in.sizes, in.strides, in.offset}, base.dtype, base.device, g);
+  if (!out) return std::nullopt;
+  return Geometry{std::move(out->sizes), std::move(out->strides), out->storage_offset};
 }
 
 // q with a = q * b exactly, when the expressions say so (an integer, or floordiv that leaves

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "kiln/ir/infer_types.h"
 #include "kiln/ir/symbols.h"
 #include "kiln/runtime/kernels/reduction_attrs.h"
 #include "kiln/runtime/op_def.h"
-#include "kiln/runtime/sym_assumptions.h"
 
 namespace kiln::passes {
 namespace {
@@ -47,27 +47,14 @@ SymInt product(const SymShape& sizes) {
   return n;
 }
 
-// View `n`'s geometry over `base`: the op's integer rule when everything is an integer, else its
-// rule over symbols; nullopt when the op has none.
+// View `n`'s geometry over `base` (ir::view_geometry); nullopt when its rule refuses it.
 std::optional<ExtViewGeometry> compose_view(const ir::Node& n, const ExtViewGeometry& base) {
-  const OpDef& op = *n.op();
   const ir::TensorType& in = n.input(0)->type();
-  bool integers = is_static(base.sizes) && is_static(base.strides) && !base.offset.is_symbolic() &&
-                  !ir::attrs_are_symbolic(op.attrs, n.attrs());
-  if (integers) {
-    Shape sizes = expect_ints(base.sizes, op.name), strides = expect_ints(base.strides, op.name);
-    MetaRef meta{sizes, strides, base.offset.expect_int(op.name), in.dtype, in.device};
-    OutputGeometry g = op.shape(op, std::span(&meta, 1), n.attrs()).at(0);
-    return ExtViewGeometry{base.root, to_sym_shape(g.sizes), to_sym_shape(g.strides),
-                           g.storage_offset};
-  }
-  if (op.sym_shape == nullptr) return std::nullopt;
-  SymMetaRef meta{base.sizes, base.strides, base.offset, in.dtype, in.device};
-  // The rule may assume what it assumed when the view was traced (Note [Assumed size facts]);
-  // those facts are the graph's, and every call that reaches the kernel satisfies them.
-  SymAssumptions scope(n.owning_graph()->symbol_hints());
-  SymOutputGeometry g = op.sym_shape(op, std::span(&meta, 1), n.attrs()).at(0);
-  return ExtViewGeometry{base.root, std::move(g.sizes), std::move(g.strides), g.storage_offset};
+  std::optional<SymOutputGeometry> g =
+      ir::view_geometry(*n.op(), n.attrs(), {base.sizes, base.strides, base.offset}, in.dtype,
+                        in.device, *n.owning_graph());
+  if (!g) return std::nullopt;
+  return ExtViewGeometry{base.root, std::move(g->sizes), std::move(g->strides), g->storage_offset};
 }
 
 // May a Full value of sizes `out` (== space.full) read the Kept value of sizes `in` by
@@ -154,7 +141,7 @@ class Analyzer {
         base = {in, in->type().symbolic_sizes(), in->type().symbolic_strides(), 0};
       }
       std::optional<ExtViewGeometry> g = compose_view(n, base);
-      if (!g) return fail(n.kind_name() + " has no shape rule over symbolic sizes yet");
+      if (!g) return fail(n.kind_name() + " has no rule over these sizes to compose the view with");
       a_.views[out] = std::move(*g);
       a_.roles[out] = SpaceRole::ExtView;
       return true;

@@ -71,13 +71,8 @@ bool holds(Cmp cmp, double a, double b) {
 
 nb::object compare(const PySymInt& self, nb::handle other, Cmp cmp) {
   if (std::optional<SymInt> o = as_sym_int(other)) {
-    // Decided by the expressions alone: equal ones, and a lone symbol (at least 2) against 0
-    // or 1.
-    if (self.value == *o) return nb::bool_(holds(cmp, 0, 0));
-    std::optional<int64_t> small = o->maybe_int();
-    if (is_lone_symbol(self.value) && small && (*small == 0 || *small == 1))
-      return nb::bool_(holds(cmp, 2, static_cast<double>(*small)));
-    // Anything else is a guard of the trace, as torch's: the outcome at the traced sizes
+    // Decided by the expressions where they settle it (equal ones; a symbol, at least 2,
+    // against 0 or 1), else a guard of the trace, as torch's: the outcome at the traced sizes
     // becomes a fact of the graph (Note [Assumed size facts]), and the symbols stay.
     return nb::bool_(guard_size_fact(SymFact{self.value, cmp, *o}));
   }
