@@ -1,6 +1,7 @@
 #include "kiln/runtime/api/norm_ops.h"
 
 #include <limits>
+#include <optional>
 
 #include "kiln/base/call_site.h"
 #include "kiln/base/error.h"
@@ -80,13 +81,19 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
       if (running_mean.defined())
         running_mean.mul_(1 - momentum).add_(mean_.detach().reshape({c}), momentum);
       if (running_var.defined()) {
-        // count / (count - 1) as a float64 tensor over the symbols (a count of ones), where a
-        // double would read the count.
-        Tensor count =
-            full_symint({per_channel_count}, 1.0, TensorOptions(kFloat64).device(input.device()))
-                .sum();
-        Tensor unbias = (count / (count - 1.0)).to(var_.dtype());
-        running_var.mul_(1 - momentum).add_(var_.detach().reshape({c}) * unbias, momentum);
+        Tensor var_c = var_.detach().reshape({c});
+        if (std::optional<int64_t> count = per_channel_count.maybe_int()) {
+          double unbias = static_cast<double>(*count) / static_cast<double>(*count - 1);
+          running_var.mul_(1 - momentum).add_(var_c, momentum * unbias);
+        } else {
+          // Over a symbolic count, count / (count - 1) is a float64 tensor (a count of ones),
+          // where a double would read the count.
+          Tensor n =
+              full_symint({per_channel_count}, 1.0, TensorOptions(kFloat64).device(input.device()))
+                  .sum();
+          Tensor unbias = (n / (n - 1.0)).to(var_.dtype());
+          running_var.mul_(1 - momentum).add_(var_c * unbias, momentum);
+        }
       }
     }
   } else {
