@@ -78,6 +78,13 @@ Tensor arange_symint(const SymInt& end, TensorOptions options, std::source_locat
   return sub(ones.cumsum(0).to(dtype), 1);
 }
 
+Tensor scalar_tensor_symint(const SymInt& n, TensorOptions options, std::source_location loc) {
+  CallSiteScope site(loc);
+  TensorOptions o = options.dtype(options.dtype_or(kInt64));
+  if (std::optional<int64_t> v = n.maybe_int()) return full({}, *v, o);
+  return full_symint({n}, 1, o).sum();
+}
+
 namespace {
 Tensor random_tensor(const char* name, Shape size, const TensorOptions& options, bool normal) {
   const OpDef& op = op_named(name);

@@ -36,6 +36,11 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
 // rule holds over symbols where arange's integer end would specialize it.
 Tensor arange_symint(const SymInt& end, TensorOptions options = {},
                      std::source_location loc = std::source_location::current());
+// A 0-dim tensor holding a size that may be symbolic (torch's scalar_tensor of a SymInt), int64
+// without a dtype in `options`: over symbols it is the sum of `n` ones, so that a traced graph
+// computes it at each call's sizes instead of keeping the traced value as a constant.
+Tensor scalar_tensor_symint(const SymInt& n, TensorOptions options = {},
+                            std::source_location loc = std::source_location::current());
 // uniform on [0, 1)
 Tensor rand(Shape size, TensorOptions options = {},
             std::source_location loc = std::source_location::current());

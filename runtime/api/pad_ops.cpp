@@ -47,7 +47,7 @@ Tensor pad_indexed(const Tensor& x, int64_t d, int64_t before, int64_t after, Pa
   SymInt sym_n = x.sym_size(d);
   if (sym_n.is_symbolic()) {
     Tensor i = sub(arange_symint(sym_n + before + after, idx_options), before);
-    Tensor n = full_symint({sym_n}, 1, idx_options).sum();  // n as a 0-dim tensor
+    Tensor n = scalar_tensor_symint(sym_n, idx_options);
     Tensor source;
     if (mode == PadMode::Reflect) {
       Tensor j = abs(i);
