@@ -54,8 +54,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::source_location loc) {
                         : ai.is_contiguous();
     if (foldable) {
       SymShape out_shape(a_sizes.begin(), a_sizes.end() - 1);
+      // The row count as the product of the batch dims, not -1: dividing the numel by a last
+      // dim that is a sum of terms (floordiv(s0, 2) + 1) is not an exact division of monomials.
+      SymInt rows = 1;
+      for (const SymInt& s : out_shape)
+        rows *= s;
       out_shape.push_back(b.sym_size(1));
-      return mm(a.reshape_symint({-1, a_sizes.back()}), b).view_symint(std::move(out_shape));
+      return mm(a.reshape_symint({rows, a_sizes.back()}), b).view_symint(std::move(out_shape));
     }
   }
   // Batched: a 1-D operand gains a matrix dim that is dropped from the result afterwards.

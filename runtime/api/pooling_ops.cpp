@@ -10,9 +10,12 @@
 #include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/indexing_ops.h"
 #include "kiln/runtime/api/linalg_ops.h"
+#include "kiln/runtime/api/nn_ops.h"
+#include "kiln/runtime/api/pointwise_ops.h"
 #include "kiln/runtime/api/reduction_ops.h"
 #include "kiln/runtime/api/shape_ops.h"
 #include "kiln/runtime/autograd/grad_mode.h"
+#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 namespace {
@@ -29,19 +32,20 @@ int64_t pair_at(const char* op, const char* what, const Shape& v, size_t i) {
   return v.size() == 1 ? v[0] : v[i];
 }
 
-// torch's pooling_output_shape: floor or ceil of (in + 2p - d(k - 1) - 1) / s, plus one; in
-// ceil mode a last window that would start inside the right padding is dropped.
-int64_t output_size(int64_t in, const Window& w, bool ceil_mode) {
-  int64_t span = in + 2 * w.p - w.d * (w.k - 1) - 1;
-  int64_t out = (ceil_mode ? (span + w.s - 1) / w.s : span / w.s) + 1;
-  if (span < 0) out = span / w.s + 1;  // too small; reported by the caller
-  if (ceil_mode && (out - 1) * w.s >= in + w.p) --out;
+// torch's pooling_output_shape: (in + 2p - d(k - 1) - 1) / s rounded down (up in ceil mode),
+// plus one; in ceil mode a last window that would start inside the right padding is dropped.
+// Over symbols the comparison is a guard of the trace (guard_size_fact).
+SymInt output_size(const SymInt& in, const Window& w, bool ceil_mode) {
+  SymInt span = in + 2 * w.p - w.d * (w.k - 1) - 1;
+  SymInt out = floordiv(ceil_mode ? span + w.s - 1 : span, w.s) + 1;
+  if (ceil_mode && guard_size_fact(SymFact{(out - 1) * w.s, SymFact::Relation::kGe, in + w.p}))
+    out -= 1;
   return out;
 }
 
 struct Plan2d {
   Window h, w;
-  int64_t in_h, in_w, out_h, out_w;
+  SymInt in_h, in_w, out_h, out_w;
   bool batched;
 };
 
@@ -53,8 +57,8 @@ Plan2d plan(const char* op, const Tensor& x, const Shape& kernel, const Shape& s
   KILN_CHECK(is_floating(x.dtype()), "{}: expected a floating input, got {}", op, x.dtype());
   Plan2d pl{};
   pl.batched = x.dim() == 4;
-  pl.in_h = x.size(-2);
-  pl.in_w = x.size(-1);
+  pl.in_h = x.sym_size(-2);
+  pl.in_w = x.sym_size(-1);
   Window* ws[2] = {&pl.h, &pl.w};
   for (size_t i = 0; i < 2; ++i) {
     Window& w = *ws[i];
@@ -73,42 +77,74 @@ Plan2d plan(const char* op, const Tensor& x, const Shape& kernel, const Shape& s
   }
   pl.out_h = output_size(pl.in_h, pl.h, ceil_mode);
   pl.out_w = output_size(pl.in_w, pl.w, ceil_mode);
-  KILN_CHECK(pl.out_h >= 1 && pl.out_w >= 1,
+  using R = SymFact::Relation;
+  KILN_CHECK(guard_size_fact(SymFact{pl.out_h, R::kGe, 1}) &&
+                 guard_size_fact(SymFact{pl.out_w, R::kGe, 1}),
              "{}: Given input size: {}. Calculated output size: [{}, {}]. Output size is too "
              "small",
-             op, shape_str(x.sizes()), pl.out_h, pl.out_w);
+             op, shape_str(x.sizes()), pl.out_h.str(), pl.out_w.str());
   return pl;
 }
 
-// P[out, in] for average pooling along one dim (Note [Pooling as products and windows]).
-Tensor average_matrix(int64_t in, int64_t out, const Window& w, bool count_include_pad,
+// Note [Pooling matrices over symbols]
+// The pooling matrices are built with tensor ops from the sizes, not on the host, so that a
+// traced graph computes them at each call's sizes and one symbolic plan serves every image
+// size. Every entry is decided by integer comparisons (no rounded division), so the matrices
+// are exact whatever the sizes.
+
+// P[out, in] for average pooling along one dim (Note [Pooling as products and windows]): output
+// o averages inputs [max(start, 0), min(end, in)), start = o s - p, end = min(start + k, in + p),
+// dividing by end - start with count_include_pad and by the count of inputs otherwise.
+Tensor average_matrix(const SymInt& in, const SymInt& out, const Window& w, bool count_include_pad,
                       bool unit_weights, const Tensor& like) {
-  std::vector<double> p(static_cast<size_t>(out * in), 0.0);
-  for (int64_t o = 0; o < out; ++o) {
-    int64_t start = o * w.s - w.p;
-    int64_t end = std::min(start + w.k, in + w.p);
-    int64_t padded_len = end - start;
-    int64_t lo = std::max<int64_t>(start, 0), hi = std::min(end, in);
-    int64_t len = count_include_pad ? padded_len : hi - lo;
-    for (int64_t i = lo; i < hi; ++i)
-      p[static_cast<size_t>(o * in + i)] = unit_weights ? 1.0 : 1.0 / static_cast<double>(len);
-  }
-  return from_vector(p, {out, in}).to(like.dtype()).to(like.device());
+  TensorOptions io = TensorOptions(kInt64).device(like.device());
+  Tensor n = scalar_tensor_symint(in, io);
+  Tensor start = sub(mul(arange_symint(out, io), w.s), w.p).unsqueeze(1);  // [out, 1]
+  Tensor end = minimum(add(start, w.k), add(n, w.p));
+  Tensor i = arange_symint(in, io);  // [in]
+  Tensor inside = logical_and(ge(i, start), lt(i, end)).to(like.dtype());
+  if (unit_weights) return inside;
+  Tensor len = count_include_pad ? sub(end, start).to(like.dtype()) : inside.sum({1}, true);
+  return div(inside, len);
 }
 
-Tensor adaptive_matrix(int64_t in, int64_t out, const Tensor& like) {
-  std::vector<double> p(static_cast<size_t>(out * in), 0.0);
-  for (int64_t o = 0; o < out; ++o) {
-    int64_t start = (o * in) / out, end = ((o + 1) * in + out - 1) / out;
-    for (int64_t i = start; i < end; ++i)
-      p[static_cast<size_t>(o * in + i)] = 1.0 / static_cast<double>(end - start);
-  }
-  return from_vector(p, {out, in}).to(like.dtype()).to(like.device());
+// P[out, in] for adaptive pooling: output o averages inputs [floor(o in / out),
+// ceil((o + 1) in / out)), that is the i with o in < (i + 1) out and i out < (o + 1) in.
+Tensor adaptive_matrix(const SymInt& in, int64_t out, const Tensor& like) {
+  TensorOptions io = TensorOptions(kInt64).device(like.device());
+  Tensor n = scalar_tensor_symint(in, io);
+  Tensor o = arange_symint(out, io).unsqueeze(1);  // [out, 1]
+  Tensor i = arange_symint(in, io);                // [in]
+  Tensor inside =
+      logical_and(lt(mul(o, n), mul(add(i, 1), out)), lt(mul(i, out), mul(add(o, 1), n)))
+          .to(like.dtype());
+  return div(inside, inside.sum({1}, true));
+}
+
+// `count` entries start, start + step, ... of dim `dim`: a strided slice where the count is an
+// integer, and over symbols a gather, as slice bounds are integers.
+Tensor strided_entries(const Tensor& t, int64_t dim, int64_t start, const SymInt& count,
+                       int64_t step) {
+  if (std::optional<int64_t> c = count.maybe_int())
+    return t.slice(dim, start, start + (*c - 1) * step + 1, step);
+  TensorOptions io = TensorOptions(kInt64).device(t.device());
+  return index_select(t, dim, add(mul(arange_symint(count, io), step), start));
 }
 
 // P_h x P_w^T over the last two dims.
 Tensor pool_by_products(const Tensor& x, const Tensor& ph, const Tensor& pw) {
   return matmul(matmul(ph, x), pw.t());
+}
+
+// The extent of a max-pooling input padded with -inf: at integer sizes exactly what the
+// windows read, over symbols the most any size needs (every window ends by in + 2p, or in +
+// 2p + s - 1 in ceil mode).
+SymInt padded_extent(const SymInt& in, const SymInt& out, const Window& w, bool ceil_mode) {
+  if (std::optional<int64_t> n = in.maybe_int()) {
+    int64_t need = (out.expect_int("max_pool2d") - 1) * w.s + (w.k - 1) * w.d + 1;
+    return std::max(need, w.p + *n);
+  }
+  return in + 2 * w.p + (ceil_mode ? w.s - 1 : 0);
 }
 
 }  // namespace
@@ -142,8 +178,8 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Shape output_size, std::source_l
                "dimensions, but input has sizes {} with dimension {} being empty",
                shape_str(input.sizes()), d);
   }
-  Tensor ph = adaptive_matrix(input.size(-2), output_size[0], input);
-  Tensor pw = adaptive_matrix(input.size(-1), output_size[1], input);
+  Tensor ph = adaptive_matrix(input.sym_size(-2), output_size[0], input);
+  Tensor pw = adaptive_matrix(input.sym_size(-1), output_size[1], input);
   return pool_by_products(input, ph, pw);
 }
 
@@ -153,44 +189,43 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape ke
   CallSiteScope site(loc);
   Plan2d pl = plan("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
   Tensor x = pl.batched ? input : input.unsqueeze(0);
-  // The batch and channels over symbols; the windows need the spatial sizes as integers.
-  SymInt n = x.sym_size(0), c = x.sym_size(1);
-  // Every window reads [start, start + (out - 1) s + (k - 1) d] of the padded input.
-  int64_t need_h = (pl.out_h - 1) * pl.h.s + (pl.h.k - 1) * pl.h.d + 1;
-  int64_t need_w = (pl.out_w - 1) * pl.w.s + (pl.w.k - 1) * pl.w.d + 1;
+  SymInt full_h = padded_extent(pl.in_h, pl.out_h, pl.h, ceil_mode);
+  SymInt full_w = padded_extent(pl.in_w, pl.out_w, pl.w, ceil_mode);
+  // -inf before the plane and after it, up to the padded extent.
+  int64_t tail_h = (full_h - pl.in_h - pl.h.p).expect_int("max_pool2d");
+  int64_t tail_w = (full_w - pl.in_w - pl.w.p).expect_int("max_pool2d");
   Tensor padded = x;
-  if (pl.h.p > 0 || pl.w.p > 0 || need_h > pl.in_h || need_w > pl.in_w) {
-    int64_t full_h = std::max(need_h, pl.h.p + pl.in_h);
-    int64_t full_w = std::max(need_w, pl.w.p + pl.in_w);
-    padded =
-        full_symint({n, c, full_h, full_w}, -std::numeric_limits<double>::infinity(), x.options());
-    padded.slice(2, pl.h.p, pl.h.p + pl.in_h).slice(3, pl.w.p, pl.w.p + pl.in_w).copy_(x);
-  }
+  if (pl.h.p > 0 || pl.w.p > 0 || tail_h > 0 || tail_w > 0)
+    padded = pad(x, {pl.w.p, tail_w, pl.h.p, tail_h}, "constant",
+                 -std::numeric_limits<double>::infinity());
+  // Window offset (i, j) reads rows i d, i d + s, ... and likewise columns, one per output
+  // position (Note [Pooling as products and windows]).
   std::vector<Tensor> windows;
-  std::vector<int64_t> offsets;  // each window offset's displacement within an input plane
+  std::vector<int64_t> offset_rows, offset_cols;  // each offset's displacement in the plane
   for (int64_t i = 0; i < pl.h.k; ++i) {
     for (int64_t j = 0; j < pl.w.k; ++j) {
       int64_t h0 = i * pl.h.d, w0 = j * pl.w.d;
-      windows.push_back(padded.slice(2, h0, h0 + (pl.out_h - 1) * pl.h.s + 1, pl.h.s)
-                            .slice(3, w0, w0 + (pl.out_w - 1) * pl.w.s + 1, pl.w.s));
-      offsets.push_back(h0 * pl.in_w + w0);
+      windows.push_back(strided_entries(strided_entries(padded, 2, h0, pl.out_h, pl.h.s), 3, w0,
+                                        pl.out_w, pl.w.s));
+      offset_rows.push_back(h0);
+      offset_cols.push_back(w0);
     }
   }
   auto [values, which] = max(stack(windows, 2), 2);
-  // Index of window (oh, ow)'s first element in the unpadded plane, plus the winner's offset.
-  std::vector<int64_t> corner(static_cast<size_t>(pl.out_h * pl.out_w));
-  for (int64_t oh = 0; oh < pl.out_h; ++oh) {
-    for (int64_t ow = 0; ow < pl.out_w; ++ow) {
-      corner[static_cast<size_t>(oh * pl.out_w + ow)] =
-          (oh * pl.h.s - pl.h.p) * pl.in_w + (ow * pl.w.s - pl.w.p);
-    }
-  }
+  // The index of window (oh, ow)'s first element in the unpadded plane, plus the winner's
+  // offset: computed with tensor ops, as the plane's width may be a symbol.
   Tensor indices;
   {
     NoGradGuard no_grad;
-    Tensor picked = index_select(from_vector(offsets).to(x.device()), 0, which.reshape({-1}));
-    indices = picked.reshape_symint(which.sym_sizes()) +
-              from_vector(corner, {pl.out_h, pl.out_w}).to(x.device());
+    TensorOptions io = TensorOptions(kInt64).device(x.device());
+    Tensor width = scalar_tensor_symint(pl.in_w, io);
+    Tensor offsets = add(mul(from_vector(offset_rows).to(x.device()), width),
+                         from_vector(offset_cols).to(x.device()));
+    Tensor rows = sub(mul(arange_symint(pl.out_h, io), pl.h.s), pl.h.p);
+    Tensor cols = sub(mul(arange_symint(pl.out_w, io), pl.w.s), pl.w.p);
+    Tensor corner = add(mul(rows.unsqueeze(1), width), cols);
+    Tensor picked = index_select(offsets, 0, which.reshape({-1}));
+    indices = add(picked.reshape_symint(which.sym_sizes()), corner);
   }
   if (!pl.batched) return {values.squeeze(0), indices.squeeze(0)};
   return {values, indices};

@@ -279,28 +279,31 @@ TEST(DynamicCompile, AConvolutionTrainsAtEveryBatchAndImageSizeWithOnePlan) {
 }
 
 // A small CNN as ordinary models write it: convolution, batch_norm in training mode with
-// running statistics, max and adaptive average pooling, a linear head and cross-entropy. Only
-// channels and spatial sizes are read as integers, so the batch dim stays symbolic through the
-// forward, the backward and the running-statistics update: one plan for every batch size.
-TEST(DynamicCompile, ACnnWithBatchNormAndPoolingTrainsAtEveryBatchSize) {
+// running statistics, max, average and adaptive average pooling, a linear head and
+// cross-entropy. Only channels are read as integers, so the batch and the image sides stay
+// symbolic through the forward, the backward and the running-statistics update: one plan for
+// every batch and image size (Note [Pooling matrices over symbols]).
+TEST(DynamicCompile, ACnnWithBatchNormAndPoolingTrainsAtEveryBatchAndImageSize) {
   kiln::manual_seed(14);
   Tensor w = param({4, 3, 3, 3}, 0.3), gamma = param({4}, 1.0), beta = param({4}, 0.1);
-  Tensor head = param({5, 4}, 0.4);
+  Tensor head = param({5, 8}, 0.4);
   Tensor mean_c = kiln::zeros({4}), var_c = kiln::ones({4});  // compiled run's statistics
   Tensor mean_e = kiln::zeros({4}), var_e = kiln::ones({4});  // eager run's
   auto model = [&](const Tensor& running_mean, const Tensor& running_var) {
     return [=](const std::vector<Tensor>& in) {
       Tensor y = kiln::conv2d(in[0], w, {}, {1}, {1});
       y = kiln::relu(kiln::batch_norm(y, running_mean, running_var, gamma, beta, true, 0.1, 1e-5));
-      y = kiln::adaptive_avg_pool2d(kiln::max_pool2d(y, {2}), {1, 1});
+      y = kiln::max_pool2d(y, {3}, {2}, {1});  // padded, strided
+      y = kiln::avg_pool2d(y, {2}, {1}, {1}, false, /*count_include_pad=*/false);  // edges
+      y = kiln::adaptive_avg_pool2d(y, {2, 1});                                    // uneven windows
       y = y.reshape_symint({y.sym_size(0), -1});
       return std::vector<Tensor>{kiln::cross_entropy(kiln::linear(y, head), in[1])};
     };
   };
   Fn eager = model(mean_e, var_e);
   CompiledFunction f = kiln::compile(model(mean_c, var_c), {.dynamic = true});
-  for (int64_t batch : {5, 2, 9, 4}) {
-    Tensor x = kiln::randn({batch, 3, 8, 8});
+  for (auto [batch, side] : {std::pair<int64_t, int64_t>{5, 8}, {2, 11}, {9, 6}, {4, 13}}) {
+    Tensor x = kiln::randn({batch, 3, side, side + 1});
     Tensor target = (kiln::arange(batch, kiln::TensorOptions(kiln::kInt64)) * 3).remainder(5);
     auto step = [&](const Fn& g) {
       Tensor loss = g({x, target})[0];
@@ -314,7 +317,10 @@ TEST(DynamicCompile, ACnnWithBatchNormAndPoolingTrainsAtEveryBatchSize) {
   }
   EXPECT_EQ(f.stats().compiles, 1) << f.dump();
   EXPECT_EQ(f.stats().eager_calls, 0);
-  EXPECT_NE(f.dump().find("input 0 dim 0: symbolic"), std::string::npos) << f.dump();
+  std::string dump = f.dump();
+  EXPECT_NE(dump.find("input 0 dim 0: symbolic"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("input 0 dim 2: symbolic"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("input 0 dim 3: symbolic"), std::string::npos) << dump;
 }
 
 // A classifier's cross-entropy step: nll_loss's rule and gradient read only the class count,
