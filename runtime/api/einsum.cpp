@@ -103,11 +103,13 @@ void take_diagonals(Operand& op, size_t index, const std::string& eq) {
       }
     }
     if (p < 0) return;
-    int64_t n = op.t.size(p);
-    KILN_CHECK(n == op.t.size(q),
+    // Compared as expressions first, so that a symbolic size is not read (Note [Size reads
+    // while tracing]).
+    SymInt n = op.t.sym_size(p);
+    KILN_CHECK(n == op.t.sym_size(q) || op.t.size(p) == op.t.size(q),
                "einsum(): subscript {} is repeated for operand {} but the sizes don't match, {} "
                "!= {} (equation '{}', operand shape {})",
-               label_name(op.labels[static_cast<size_t>(p)]), index, n, op.t.size(q), eq,
+               label_name(op.labels[static_cast<size_t>(p)]), index, op.t.size(p), op.t.size(q), eq,
                shape_str(op.t.sizes()));
     Shape perm;
     std::vector<int> labels;
@@ -118,13 +120,14 @@ void take_diagonals(Operand& op, size_t index, const std::string& eq) {
     }
     labels.push_back(op.labels[static_cast<size_t>(p)]);
     perm.insert(perm.end(), {p, q});
-    Shape merged(op.t.dim() - 1);
+    SymShape merged(static_cast<size_t>(op.t.dim() - 1));
     for (size_t i = 0; i + 2 < perm.size(); ++i)
-      merged[i] = op.t.size(perm[i]);
+      merged[i] = op.t.sym_size(perm[i]);
     merged.back() = n * n;
     // Element (i, i) of the merged last dim is at i * (n + 1).
-    Tensor diag_index = arange(0, n * n, n + 1, TensorOptions(kInt64).device(op.t.device()));
-    op.t = index_select(op.t.permute(perm).reshape(merged), -1, diag_index);
+    TensorOptions io = TensorOptions(kInt64).device(op.t.device());
+    Tensor diag_index = mul(arange_symint(n, io), scalar_tensor_symint(n + 1, io));
+    op.t = index_select(op.t.permute(perm).reshape_symint(std::move(merged)), -1, diag_index);
     op.labels = std::move(labels);
   }
 }
