@@ -61,11 +61,23 @@ SymShape with_last_two(SymShape batch, SymInt a, SymInt b) {
 // softmax(q k^T scale + mask) v with dropout on the weights, op by op (the L x S scores are
 // materialized): for dropout and for an additive mask that requires grad.
 Tensor composite_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                           double dropout_p, bool is_causal, double scale) {
-  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
+                           double dropout_p, bool is_causal, std::optional<double> scale) {
+  Tensor scores = matmul(q, k.transpose(-2, -1));
+  // Without a scale, 1/sqrt(E) at the call's head dim: a double where E is an integer, and a
+  // float64 0-dim tensor computed over the symbols where it is not (the product rounds once,
+  // to the scores' dtype, either way).
+  std::optional<int64_t> head_dim = q.sym_size(-1).maybe_int();
+  if (scale || head_dim) {
+    scores = scores * (scale ? *scale : 1.0 / std::sqrt(static_cast<double>(*head_dim)));
+  } else {
+    TensorOptions f64 = TensorOptions(kFloat64).device(q.device());
+    scores = scores * rsqrt(scalar_tensor_symint(q.sym_size(-1), f64));
+  }
   if (is_causal) {
     TensorOptions index = TensorOptions(kInt64).device(q.device());
-    Tensor keep = arange(q.size(-2), index).unsqueeze(1).ge(arange(k.size(-2), index).unsqueeze(0));
+    Tensor keep = arange_symint(q.sym_size(-2), index)
+                      .unsqueeze(1)
+                      .ge(arange_symint(k.sym_size(-2), index).unsqueeze(0));
     scores = scores.masked_fill(logical_not(keep), -std::numeric_limits<double>::infinity());
   } else if (mask.defined() && mask.dtype() == kBool) {
     scores = scores.masked_fill(logical_not(mask), -std::numeric_limits<double>::infinity());
@@ -132,13 +144,10 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
         shape_str(mask.sizes()), shape_str(read_ints(full)));
     if (mask.dtype() != kBool && mask.dtype() != dt) mask = mask.to(dt);
   }
-  // The fused op computes the default scale from the call's head dim; the composite reads it.
-  auto scale_value = [&] {
-    return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
-  };
+  // The fused op and the composite compute the default scale from the call's head dim.
   bool mask_needs_grad = mask.defined() && mask.requires_grad() && GradMode::is_enabled();
   if (dropout_p > 0 || mask_needs_grad)
-    return composite_attention(query, key, value, mask, dropout_p, is_causal, scale_value());
+    return composite_attention(query, key, value, mask, dropout_p, is_causal, scale);
   // The fused ops take one batch shape for every input: broadcasting is a view.
   AttentionAttrs a{scale ? std::optional<Scalar>(*scale) : std::nullopt, is_causal, mask.defined()};
   auto fit = [](const Tensor& t, const SymShape& sizes) {

@@ -62,17 +62,21 @@ std::vector<Tensor> scatter_add_backward(const GradArgs& args) {
     const Tensor& index = args.inputs[1];
     Tensor src_grad = gather(g, args.attrs_as<DimAttrs>().dim, index);
     // Sizes over symbols (Note [Symbolic saved sizes]): where index and src have the same
-    // size as expressions nothing is padded and no size is read; elsewhere the pad's bound
-    // reads index's size as an integer.
+    // size as expressions nothing is padded and no size is read. Elsewhere the pad's bound is
+    // index's size: an integer as it is, and a symbolic one read as an integer.
     SymShape src_sizes = args.input_sym_sizes(2);
     SymShape padded = index.sym_sizes();
     for (size_t d = 0; d < padded.size(); ++d) {
       if (padded[d] == src_sizes[d]) continue;
       auto dim = static_cast<int64_t>(d);
-      if (index.size(dim) == args.input_sizes(2)[d]) continue;
+      std::optional<int64_t> extent = padded[d].maybe_int();
+      if (!extent) {
+        if (index.size(dim) == args.input_sizes(2)[d]) continue;
+        extent = index.size(dim);
+      }
       padded[d] = src_sizes[d];
       src_grad = call_op1(KILN_OP("slice_backward"), {src_grad},
-                          SliceBackwardAttrs{padded, dim, 0, index.size(dim), 1});
+                          SliceBackwardAttrs{padded, dim, 0, *extent, 1});
     }
     out[2] = src_grad;
   }

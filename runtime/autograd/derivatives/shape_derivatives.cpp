@@ -3,11 +3,11 @@
 // gradients of slice and select, data movement (copy_, fill_, convert, clone) and cat.
 #include <optional>
 
+#include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
 #include "kiln/runtime/op_table.h"
-#include "kiln/runtime/tracing_state.h"
 
 namespace kiln {
 namespace {
@@ -96,8 +96,9 @@ std::vector<Tensor> identity_backward(const GradArgs& args) {
 // cat: each input's gradient is its slab of the output's gradient along the dim.
 // Note [Symbolic saved sizes]: slice bounds are integers, so a slab's bound is written from the
 // start where the sizes before it are integers and from the end where the sizes after it are
-// (cat([x[-4:], x[:-4]]) has a symbolic slab between integer ones). Only a bound that is
-// neither reads the cat dim's sizes as integers; symbols in the other dims stay symbolic.
+// (cat([x[-4:], x[:-4]]) has a symbolic slab between integer ones). A slab whose bounds are
+// neither (the first of two symbolic pieces) is gathered at its positions instead, computed
+// over the symbols, so no size is read as an integer.
 std::vector<Tensor> cat_backward(const GradArgs& args) {
   const Tensor& g = args.grad();
   int64_t d = wrap_dim("cat", args.attrs_as<DimAttrs>().dim, g.dim());
@@ -121,12 +122,13 @@ std::vector<Tensor> cat_backward(const GradArgs& args) {
     SymInt next = offset + sizes[i];
     if (args.needs(i)) {
       std::optional<int64_t> start = bound(offset), end = bound(next);
-      if (!start || !end) {
-        int64_t at = detail::read_sym_int(offset, "cat's split sizes in its gradient");
-        start = at;
-        end = at + detail::read_sym_int(sizes[i], "cat's split sizes in its gradient");
+      if (start && end) {
+        out[i] = g.slice(d, *start, *end);
+      } else {
+        TensorOptions io = TensorOptions(kInt64).device(g.device());
+        out[i] =
+            index_select(g, d, add(arange_symint(sizes[i], io), scalar_tensor_symint(offset, io)));
       }
-      out[i] = g.slice(d, *start, *end);
     }
     offset = next;
   }
