@@ -102,8 +102,10 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   std::optional<ir::OpAttrs> sym_attrs;
   if (ir::attrs_are_symbolic(op.attrs, attrs)) {
     sym_attrs = ir::substitute_attrs(op.attrs, attrs, replacement());
-    for (const AttrField& f : op.attrs->fields(sym_attrs->mutable_get()))
+    for (const AttrField& f : op.attrs->fields(sym_attrs->mutable_get())) {
       if (auto* shape = std::get_if<SymShape*>(&f.ref)) note_symbols(**shape);
+      if (auto* size = std::get_if<SymInt*>(&f.ref)) note_symbols(SymShape{**size});
+    }
   }
   if (symbols.empty()) return;
   std::string site = short_call_site();

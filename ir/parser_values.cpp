@@ -352,9 +352,15 @@ void TokenCursor::parse_field(const AttrField& f, std::string_view kind) {
           }
         } else if constexpr (std::is_same_v<T, Shape>) {
           *p = parse_int_list(what);
-        } else if constexpr (std::is_same_v<T, SymShape>) {
-          *p = parse_sym_list(what);
-          for (const SymInt& s : *p)
+        } else if constexpr (std::is_same_v<T, SymShape> || std::is_same_v<T, SymInt>) {
+          SymShape sizes;
+          if constexpr (std::is_same_v<T, SymShape>) {
+            *p = sizes = parse_sym_list(what);
+          } else {
+            *p = parse_sym_size(what);
+            sizes = {*p};
+          }
+          for (const SymInt& s : sizes)
             for (int64_t id : s.symbols())
               if (symbols_known_ && static_cast<size_t>(id) >= hints_.size())
                 fail_at(t, fmt::format("the symbol s{} in {} is not declared in the graph's "

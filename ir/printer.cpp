@@ -50,6 +50,8 @@ std::string format_field(const AttrFieldRef& ref) {
           return shape_str(*p);
         } else if constexpr (std::is_same_v<T, SymShape>) {
           return sym_shape_str(*p);
+        } else if constexpr (std::is_same_v<T, SymInt>) {
+          return p->str();
         } else if constexpr (std::is_same_v<T, DType>) {
           return std::string(dtype_short_name(*p));
         } else {

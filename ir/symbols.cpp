@@ -142,12 +142,16 @@ Shape evaluate_sizes(std::span<const SymInt> sizes, std::span<const int64_t> val
 
 namespace {
 
-// `attrs` copied, with `rewrite` applied to each SymShape field.
+// `attrs` copied, with `rewrite` applied to each size in a SymShape or SymInt field.
 template <class F>
 OpAttrs rewrite_attrs(const AttrVTable* vt, const void* attrs, F rewrite) {
   OpAttrs out(vt, attrs);
-  for (const AttrField& f : vt->fields(out.mutable_get()))
-    if (auto* sizes = std::get_if<SymShape*>(&f.ref)) rewrite(**sizes);
+  for (const AttrField& f : vt->fields(out.mutable_get())) {
+    if (auto* sizes = std::get_if<SymShape*>(&f.ref))
+      for (SymInt& s : **sizes)
+        rewrite(s);
+    if (auto* size = std::get_if<SymInt*>(&f.ref)) rewrite(**size);
+  }
   return out;
 }
 
@@ -156,21 +160,22 @@ OpAttrs rewrite_attrs(const AttrVTable* vt, const void* attrs, F rewrite) {
 bool attrs_are_symbolic(const AttrVTable* vt, const void* attrs) {
   if (vt == nullptr || attrs == nullptr) return false;
   // Read only, through the field pointers.
-  for (const AttrField& f : vt->fields(const_cast<void*>(attrs)))
+  for (const AttrField& f : vt->fields(const_cast<void*>(attrs))) {
     if (auto* sizes = std::get_if<SymShape*>(&f.ref))
       if (!is_static(**sizes)) return true;
+    if (auto* size = std::get_if<SymInt*>(&f.ref))
+      if ((*size)->is_symbolic()) return true;
+  }
   return false;
 }
 
 OpAttrs substitute_attrs(const AttrVTable* vt, const void* attrs,
                          std::span<const SymInt> replacement) {
-  return rewrite_attrs(vt, attrs,
-                       [&](SymShape& sizes) { sizes = substitute_sizes(sizes, replacement); });
+  return rewrite_attrs(vt, attrs, [&](SymInt& s) { s = s.substitute(replacement); });
 }
 
 OpAttrs evaluate_attrs(const AttrVTable* vt, const void* attrs, std::span<const int64_t> values) {
-  return rewrite_attrs(
-      vt, attrs, [&](SymShape& sizes) { sizes = to_sym_shape(evaluate_sizes(sizes, values)); });
+  return rewrite_attrs(vt, attrs, [&](SymInt& s) { s = s.evaluate(values); });
 }
 
 std::vector<int64_t> specialize_symbols(Graph& g, const std::vector<bool>& fixed) {

@@ -37,12 +37,12 @@ struct NoAttrs {
 
 // A pointer to one attribute field, for code that handles every attribute struct alike (the IR
 // printer and parser). These are all the field types attribute structs may use; a struct with
-// any other field type does not compile (make_attr_vtable's field list). A SymShape field holds
-// sizes that may be symbolic in a graph (Note [Symbolic size attributes]); an eager kernel only
-// ever sees integers in it.
+// any other field type does not compile (make_attr_vtable's field list). A SymShape or SymInt
+// field holds sizes or bounds that may be symbolic in a graph (Note [Symbolic size attributes]);
+// an eager kernel only ever sees integers in it.
 using AttrFieldRef =
     std::variant<bool*, int64_t*, double*, std::string*, Scalar*, std::optional<Scalar>*,
-                 std::optional<int64_t>*, Shape*, DType*, Device*, SymShape*>;
+                 std::optional<int64_t>*, Shape*, DType*, Device*, SymShape*, SymInt*>;
 struct AttrField {
   const char* name;
   AttrFieldRef ref;
@@ -80,6 +80,8 @@ size_t hash_field(const T& v) {
     for (const SymInt& x : v)
       hash_combine(h, x.hash());
     return h;
+  } else if constexpr (std::is_same_v<T, SymInt>) {
+    return v.hash();
   } else if constexpr (std::is_same_v<T, Device>) {
     return static_cast<size_t>(v.type) * 131 + static_cast<size_t>(v.index);
   } else if constexpr (std::is_enum_v<T>) {
@@ -97,6 +99,8 @@ std::string format_field(const T& v) {
     return shape_str(v);
   } else if constexpr (std::is_same_v<T, SymShape>) {
     return sym_shape_str(v);
+  } else if constexpr (std::is_same_v<T, SymInt>) {
+    return v.str();
   } else if constexpr (std::is_same_v<T, bool>) {
     return v ? "true" : "false";
   } else if constexpr (std::is_same_v<T, std::string>) {

@@ -112,6 +112,8 @@ void set_unusual_values(void* attrs, const AttrVTable* vt, std::mt19937& rng) {
             *p = Shape{3, -1, 0};
           } else if constexpr (std::is_same_v<T, SymShape>) {
             *p = SymShape{3, -1, 0};
+          } else if constexpr (std::is_same_v<T, SymInt>) {
+            *p = static_cast<int64_t>(rng() % 1000) - 500;
           } else if constexpr (std::is_same_v<T, DType>) {
             *p = *p == kBFloat16 ? kBool : kBFloat16;
           } else {

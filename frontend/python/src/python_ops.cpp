@@ -121,6 +121,11 @@ void set_field(const OpBinding& b, const AttrField& field, nb::handle h) {
           if (!sizes)
             type_error(b, "argument '" + name + "' must be tuple of ints, not " + type_of(h));
           *ptr = std::move(*sizes);
+        } else if constexpr (std::is_same_v<F, SymInt>) {
+          // A size or bound that may stay symbolic (x.shape[0]).
+          std::optional<SymInt> size = sym_size_item(h);
+          if (!size) type_error(b, "argument '" + name + "' must be int, not " + type_of(h));
+          *ptr = std::move(*size);
         } else if constexpr (std::is_same_v<F, DType>) {
           if (!nb::isinstance<PyDType>(h))
             type_error(b, "argument '" + name + "' must be kiln.dtype, not " + type_of(h));
@@ -213,7 +218,8 @@ std::string attr_type(size_t kind) {
                                        "int | collections.abc.Sequence[int]",
                                        "kiln.dtype",
                                        "kiln.device | str",
-                                       "int | collections.abc.Sequence[int]"};
+                                       "int | collections.abc.Sequence[int]",
+                                       "int"};
   static_assert(std::size(kTypes) == std::variant_size_v<AttrFieldRef>);
   return kTypes[kind];
 }
