@@ -288,7 +288,7 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
     if (view_write) finish_view_write(*view_write, inputs[0]);
     // Autograd rebased self (and a written view's base) while the op ran, before their new
     // Values existed: their metadata takes the sizes over symbols now.
-    add_saved_symbolic_sizes(outputs);
+    add_saved_symbolic_sizes(outputs, &op, traced_values ? attrs : nullptr);
     return outputs;
   }
   std::vector<ir::TensorType> types;
@@ -321,7 +321,7 @@ std::vector<Tensor> GraphTracer::record_op(const OpDef& op, std::span<const Tens
   node->set_call_site(site);
   for (size_t i = 0; i < outputs.size(); ++i)
     set_value(outputs[i], node->output(i));
-  add_saved_symbolic_sizes(outputs);
+  add_saved_symbolic_sizes(outputs, &op, traced_values ? attrs : nullptr);
   return outputs;
 }
 

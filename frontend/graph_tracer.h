@@ -87,7 +87,10 @@ class GraphTracer final : public TracingState {
   bool decide_fact(const SymFact& fact) override;
   // Note [Symbolic saved sizes]: autograd recorded the outputs' metadata before the tracer knew
   // their Values; this adds their sizes over symbols.
-  void add_saved_symbolic_sizes(std::span<const Tensor> outputs);
+  // With `op` and its attributes over symbols (`sym_attrs`, null when they hold none), also
+  // hands those to the outputs' backward nodes (OpBackward::set_symbolic_attrs).
+  void add_saved_symbolic_sizes(std::span<const Tensor> outputs, const OpDef* op = nullptr,
+                                const void* sym_attrs = nullptr);
   // Note [Lifted tensors]
   // From now on, a tensor from outside the traced function becomes a new graph input (named p0,
   // p1, ...) appended to `*lifted`, instead of a constant: compile reads such tensors (model

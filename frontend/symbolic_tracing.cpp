@@ -10,6 +10,7 @@
 #include "kiln/frontend/graph_tracer.h"
 #include "kiln/ir/symbols.h"
 #include "kiln/runtime/autograd/node.h"
+#include "kiln/runtime/autograd/op_backward.h"
 #include "kiln/runtime/op_def.h"
 #include "kiln/runtime/sym_assumptions.h"
 
@@ -209,12 +210,16 @@ void GraphTracer::attach_symbols(const OpDef& op, std::span<ir::Value* const> va
   }
 }
 
-void GraphTracer::add_saved_symbolic_sizes(std::span<const Tensor> outputs) {
+void GraphTracer::add_saved_symbolic_sizes(std::span<const Tensor> outputs, const OpDef* op,
+                                           const void* sym_attrs) {
   if (!symbolic()) return;
   for (const Tensor& t : outputs) {
     if (!t.defined()) continue;
     std::shared_ptr<autograd::Node> fn = t.grad_fn();
     if (!fn || t.output_nr() >= fn->num_inputs()) continue;
+    if (sym_attrs != nullptr)
+      if (auto* node = dynamic_cast<autograd::OpBackward*>(fn.get()); node && &node->op() == op)
+        node->set_symbolic_attrs(sym_attrs);
     autograd::InputMetadata& m = fn->mutable_input_metadata(t.output_nr());
     if (m.defined && m.sym_sizes.empty()) m.sym_sizes = detail::traced_symbolic_sizes(t);
   }

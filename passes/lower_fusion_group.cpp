@@ -107,7 +107,8 @@ class Lowering {
   void declare_buffers() {
     for (size_t i = 0; i < g_.inputs().size(); ++i) {
       const ir::TensorType& t = g_.input(i)->type();
-      buffers_[g_.input(i)] = b_.buffer(fmt::format("in{}", i), t.dtype, false, buffer_extent(t));
+      int64_t extent = read_symbolically(g_.input(i)) ? kir::kRuntimeExtent : buffer_extent(t);
+      buffers_[g_.input(i)] = b_.buffer(fmt::format("in{}", i), t.dtype, false, extent);
     }
     for (size_t j = 0; j < g_.outputs().size(); ++j) {
       const ir::TensorType& t = g_.outputs()[j]->type();
@@ -117,6 +118,17 @@ class Lowering {
                  "lower {}: output {} is not computed in the group (a view of an input)", k_.name,
                  j);
     }
+  }
+
+  // Whether a view inside the group reads `input` with symbolic sizes, strides or offset
+  // (pos[:s0] of an integer-sized pos): its indices then depend on size parameters, so its
+  // bound is checked at launch (Note [Size parameters]), as for an input of symbolic type.
+  bool read_symbolically(const ir::Value* input) const {
+    for (const auto& [v, view] : a_.views)
+      if (view.root == input &&
+          (!is_static(view.sizes) || !is_static(view.strides) || view.offset.is_symbolic()))
+        return true;
+    return false;
   }
 
   std::optional<SpaceRole> role(const ir::Value* v) const {

@@ -36,9 +36,17 @@ bool SymAssumptions::assume(const SymFact& fact) {
 
 SymFact at_least(const SymInt& expr, int64_t least) {
   int64_t constant = 0;
-  for (const SymTerm& t : expr.terms())
-    if (t.factors.empty()) constant = t.coeff;
-  return SymFact{expr - constant, SymFact::Relation::kGe, SymInt(least - constant)};
+  bool all_negative = true;  // every symbol term: 64 - s0 >= 0 reads better as s0 <= 64
+  for (const SymTerm& t : expr.terms()) {
+    if (t.factors.empty())
+      constant = t.coeff;
+    else
+      all_negative = all_negative && t.coeff < 0;
+  }
+  SymInt rest = expr - constant;
+  if (all_negative && rest.is_symbolic())
+    return SymFact{-rest, SymFact::Relation::kLe, SymInt(constant - least)};
+  return SymFact{rest, SymFact::Relation::kGe, SymInt(least - constant)};
 }
 
 void add_facts(std::vector<SymFact>& into, std::span<const SymFact> facts) {

@@ -40,7 +40,8 @@ class SymAssumptions {
 };
 
 // `expr >= least` in the form graphs print: the integer part of `expr` moved to the right
-// (s0 - 3 >= 0 becomes s0 >= 3).
+// (s0 - 3 >= 0 becomes s0 >= 3), and a side whose symbol terms are all negative turned round
+// (64 - s0 >= 0 becomes s0 <= 64).
 SymFact at_least(const SymInt& expr, int64_t least);
 
 // Adds each of `facts` that `into` does not hold yet.

@@ -135,6 +135,11 @@ class Tensor {
   Tensor squeeze(std::source_location loc = std::source_location::current()) const;
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1,
                std::source_location loc = std::source_location::current()) const;
+  // slice with bounds that may be symbolic (torch's slice.Tensor with SymInt bounds): inside a
+  // symbolic trace, `pos.slice_symint(0, 0, x.sym_size(0))` keeps the bound an expression
+  // (Note [Symbolic slice bounds]); elsewhere the bounds are integers and this is slice.
+  Tensor slice_symint(int64_t dim, SymInt start, SymInt end, int64_t step = 1,
+                      std::source_location loc = std::source_location::current()) const;
   Tensor select(int64_t dim, int64_t index,
                 std::source_location loc = std::source_location::current()) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length,

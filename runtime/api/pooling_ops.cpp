@@ -121,16 +121,6 @@ Tensor adaptive_matrix(const SymInt& in, int64_t out, const Tensor& like) {
   return div(inside, inside.sum({1}, true));
 }
 
-// `count` entries start, start + step, ... of dim `dim`: a strided slice where the count is an
-// integer, and over symbols a gather, as slice bounds are integers.
-Tensor strided_entries(const Tensor& t, int64_t dim, int64_t start, const SymInt& count,
-                       int64_t step) {
-  if (std::optional<int64_t> c = count.maybe_int())
-    return t.slice(dim, start, start + (*c - 1) * step + 1, step);
-  TensorOptions io = TensorOptions(kInt64).device(t.device());
-  return index_select(t, dim, add(mul(arange_symint(count, io), step), start));
-}
-
 // P_h x P_w^T over the last two dims.
 Tensor pool_by_products(const Tensor& x, const Tensor& ph, const Tensor& pw) {
   return matmul(matmul(ph, x), pw.t());
@@ -205,8 +195,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Shape ke
   for (int64_t i = 0; i < pl.h.k; ++i) {
     for (int64_t j = 0; j < pl.w.k; ++j) {
       int64_t h0 = i * pl.h.d, w0 = j * pl.w.d;
-      windows.push_back(strided_entries(strided_entries(padded, 2, h0, pl.out_h, pl.h.s), 3, w0,
-                                        pl.out_w, pl.w.s));
+      windows.push_back(padded.slice_symint(2, h0, (pl.out_h - 1) * pl.h.s + h0 + 1, pl.h.s)
+                            .slice_symint(3, w0, (pl.out_w - 1) * pl.w.s + w0 + 1, pl.w.s));
       offset_rows.push_back(h0);
       offset_cols.push_back(w0);
     }

@@ -7,8 +7,8 @@
 // batched matrix products through the BLAS; the window lengths (ceil_mode, padding counted or
 // not) only change P's entries, and adaptive pooling's uneven windows are just other entries.
 // Max pooling is not linear: the input is padded with -inf where needed, each of the kH*kW
-// window offsets is a strided slice of the output's shape (a gather where that shape is
-// symbolic, as slice bounds are integers), and max over the stacked slices gives the values
+// window offsets is a strided slice of the output's shape (with bounds over the symbols where
+// the sizes are symbolic), and max over the stacked slices gives the values
 // and, from the winning offset, torch's indices (into each H*W plane). The matrices and the
 // indices are computed with tensor ops from the sizes (Note [Pooling matrices over symbols]).
 #pragma once

@@ -214,6 +214,12 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step,
   CallSiteScope site(loc);
   return call_op1(KILN_OP("slice"), {*this}, SliceAttrs{dim, start, end, step});
 }
+Tensor Tensor::slice_symint(int64_t dim, SymInt start, SymInt end, int64_t step,
+                            std::source_location loc) const {
+  CallSiteScope site(loc);
+  return call_op1(KILN_OP("slice"), {*this},
+                  SliceAttrs{dim, std::move(start), std::move(end), step});
+}
 Tensor Tensor::select(int64_t dim, int64_t index, std::source_location loc) const {
   CallSiteScope site(loc);
   return call_op1(KILN_OP("select"), {*this}, SelectAttrs{dim, index});

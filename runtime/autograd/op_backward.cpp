@@ -28,6 +28,12 @@ OpBackward::OpBackward(const OpDef& op, const void* attrs, edge_list&& next_edge
 
 OpBackward::~OpBackward() {
   op_.attrs->destroy(attrs_);
+  if (sym_attrs_ != nullptr) op_.attrs->destroy(sym_attrs_);
+}
+
+void OpBackward::set_symbolic_attrs(const void* attrs) {
+  if (sym_attrs_ != nullptr) op_.attrs->destroy(sym_attrs_);
+  sym_attrs_ = op_.attrs->clone(attrs);
 }
 
 std::string OpBackward::name() const {
@@ -78,8 +84,10 @@ variable_list OpBackward::apply(variable_list&& grads) {
   std::unique_ptr<bool[]> needs(new bool[next_edges_.size()]());
   for (size_t i = 0; i < next_edges_.size(); ++i)
     needs[i] = task_should_compute_output(i);
+  bool symbolic =
+      sym_attrs_ != nullptr && kiln::detail::g_symbolic_traces.load(std::memory_order_relaxed) != 0;
   GradArgs args{op_,
-                attrs_,
+                symbolic ? sym_attrs_ : attrs_,
                 inputs,
                 outputs,
                 grads,

@@ -31,6 +31,10 @@ class OpBackward : public Node {
   void set_forward_input_meta(std::vector<InputMetadata> meta) {
     forward_inputs_ = std::move(meta);
   }
+  // The forward's attributes over the trace's symbols, where they hold any (a slice bound that
+  // is a size): the formula reads them while a symbolic trace records the backward, and the
+  // integers at the traced sizes otherwise (Note [Symbolic saved sizes]).
+  void set_symbolic_attrs(const void* attrs);
 
  protected:
   variable_list apply(variable_list&& grads) override;
@@ -38,6 +42,7 @@ class OpBackward : public Node {
  private:
   const OpDef& op_;
   void* attrs_;
+  void* sym_attrs_ = nullptr;
   std::vector<SavedVariable> saved_inputs_;
   std::vector<SavedVariable> saved_outputs_;
   std::vector<InputMetadata> forward_inputs_;

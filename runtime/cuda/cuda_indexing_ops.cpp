@@ -159,7 +159,7 @@ void slice_backward_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs
   const auto& a = attrs_as<SliceBackwardAttrs>(attrs);
   check_same_device(op, inputs, outputs[0]);
   outputs[0].zero_();
-  outputs[0].slice(a.dim, a.start, a.end, a.step).copy_(inputs[0]);
+  outputs[0].slice_symint(a.dim, a.start, a.end, a.step).copy_(inputs[0]);
 }
 
 void select_backward_cuda_kernel(const OpDef& op, std::span<const Tensor> outputs,

@@ -52,8 +52,8 @@ struct TransposeAttrs {
 
 struct SliceAttrs {
   int64_t dim = 0;
-  int64_t start = 0;
-  int64_t end = INT64_MAX;
+  SymInt start = 0;  // symbolic in a graph where a bound is a size (x[:x.size(0)])
+  SymInt end = INT64_MAX;
   int64_t step = 1;
   bool operator==(const SliceAttrs&) const = default;
   template <class S, class V>
@@ -85,8 +85,8 @@ struct SelectAttrs {
 struct SliceBackwardAttrs {
   SymShape input_sizes;
   int64_t dim = 0;
-  int64_t start = 0;
-  int64_t end = INT64_MAX;
+  SymInt start = 0;
+  SymInt end = INT64_MAX;
   int64_t step = 1;
   bool operator==(const SliceBackwardAttrs&) const = default;
   template <class S, class V>

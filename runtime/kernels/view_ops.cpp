@@ -306,6 +306,22 @@ SymInt clamp_slice_bound(int64_t v, const SymInt& size) {
   }
   KILN_ERROR("slice: bound {} against the symbolic size {} depends on its value", v, size);
 }
+// Note [Symbolic slice bounds]
+// A bound may itself be an expression over the symbols (pos[:x.size(0)] in a trace, or a
+// gradient's slab between two symbolic pieces). It is clamped as Python clamps, with each
+// comparison known for every value of the symbols or assumed: pos[:s0] against 64 rows is s0
+// rows given s0 <= 64, a fact the plan then checks at every call.
+SymInt clamp_slice_bound(const SymInt& v, const SymInt& size) {
+  if (std::optional<int64_t> known = v.maybe_int()) return clamp_slice_bound(*known, size);
+  if (rules::le_or_assumed(0, v)) {
+    if (rules::le_or_assumed(v, size)) return v;
+    if (rules::le_or_assumed(size, v)) return size;
+  } else if (rules::le_or_assumed(v, -1)) {
+    if (rules::le_or_assumed(0, size + v)) return size + v;
+    if (rules::le_or_assumed(size + v, 0)) return 0;
+  }
+  KILN_ERROR("slice: bound {} against the size {} depends on the symbols' values", v, size);
+}
 
 // The rules below are templates over the size type (Note [Symbolic sizes]).
 template <class Ref>
@@ -319,7 +335,14 @@ std::vector<rules::GeometryOf<Ref>> slice_shape(const OpDef& op, std::span<const
   int64_t d = wrap_dim(op.name, a.dim, nd);
   KILN_CHECK(a.step > 0, "{}: slice step must be positive, got {}", op.name, a.step);
   const Size& size = x.sizes[d];
-  Size start = clamp_slice_bound(a.start, size), end = clamp_slice_bound(a.end, size);
+  Size start, end;
+  if constexpr (std::is_same_v<Size, int64_t>) {
+    start = clamp_slice_bound(a.start.expect_int(op.name), size);
+    end = clamp_slice_bound(a.end.expect_int(op.name), size);
+  } else {
+    start = clamp_slice_bound(a.start, size);
+    end = clamp_slice_bound(a.end, size);
+  }
   auto g = rules::geometry_of(x);
   if constexpr (std::is_same_v<Size, int64_t>) {
     end = std::max(end, start);

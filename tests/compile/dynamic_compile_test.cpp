@@ -323,6 +323,33 @@ TEST(DynamicCompile, ACnnWithBatchNormAndPoolingTrainsAtEveryBatchAndImageSize) 
   EXPECT_NE(dump.find("input 0 dim 3: symbolic"), std::string::npos) << dump;
 }
 
+// A learned positional table sliced to each call's sequence length (Note [Symbolic slice
+// bounds]): the bound is the symbol itself, so one plan serves every length up to the table's,
+// given the fact s1 <= 32 that the plan lists; the table's gradient pads back to 32 rows.
+TEST(DynamicCompile, APositionalTableSlicedToTheSequenceLengthServesEveryLength) {
+  kiln::manual_seed(15);
+  Tensor pos = param({32, 4}, 0.5), w = param({4, 4}, 0.3);
+  Fn fn = [=](const std::vector<Tensor>& in) {
+    Tensor h = in[0] + pos.slice_symint(0, 0, in[0].sym_size(1));
+    return std::vector<Tensor>{kiln::mean(kiln::tanh(kiln::linear(h, w)))};
+  };
+  CompiledFunction f = kiln::compile(fn, {.dynamic = true});
+  for (auto [batch, length] : {std::pair<int64_t, int64_t>{3, 10}, {2, 17}, {5, 32}, {4, 6}}) {
+    Tensor x = kiln::randn({batch, length, 4});
+    auto step = [&](const Fn& g) {
+      Tensor loss = g({x})[0];
+      std::vector<Tensor> grads = kiln::autograd::grad({loss}, {pos, w});
+      return std::vector<Tensor>{loss, grads[0], grads[1]};
+    };
+    expect_all_close(step(f), step(fn), kReductionTol, "loss, then the table's and weight's grads");
+  }
+  EXPECT_EQ(f.stats().compiles, 1) << f.dump();
+  EXPECT_EQ(f.stats().eager_calls, 0);
+  std::string dump = f.dump();
+  EXPECT_NE(dump.find("s1 <= 32"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("input 0 dim 1: symbolic"), std::string::npos) << dump;
+}
+
 // A classifier's cross-entropy step: nll_loss's rule and gradient read only the class count,
 // so the batch dim stays symbolic through the loss and its backward.
 TEST(DynamicCompile, ACrossEntropyStepServesEveryBatchSize) {

@@ -263,7 +263,8 @@ TEST(SymbolicTypes, SliceSelectAndTopkHoldOverSymbolsOnlyWhereTheBoundsDoNotDepe
   EXPECT_EQ(g.strides, (SymShape{6, 1}));
   for (SliceAttrs refused :
        {SliceAttrs{0, 0, 4, 1}, SliceAttrs{0, -3, INT64_MAX, 1}, SliceAttrs{0, 2, -1, 1}}) {
-    EXPECT_THROW(geometry("slice", &refused), Error) << refused.start << ":" << refused.end;
+    EXPECT_THROW(geometry("slice", &refused), Error)
+        << refused.start.str() << ":" << refused.end.str();
   }
   SelectAttrs last{0, -1};
   g = geometry("select", &last);
@@ -310,6 +311,23 @@ TEST(SymbolicTypes, BoundsThatDependOnASymbolAreAssumedWhereTheyHoldAtTheHints) 
   SliceAttrs reversed{0, 4, 2, 1};  // x[4:2]: empty
   EXPECT_EQ(assumed({8}, "slice", &reversed, &facts).sizes, (SymShape{0, 3}));
   EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 4}}));
+  // Note [Symbolic slice bounds]: a bound that is itself a symbol. x[1:s1] with s0 = 8 and
+  // s1 = 5 is s1 - 1 rows given s1 <= s0; at s1 = 9 every row after the first, given s1 >= s0.
+  SliceAttrs up_to_s1{0, 1, s1, 1};
+  g = assumed({8, 5}, "slice", &up_to_s1, &facts);
+  EXPECT_EQ(g.sizes, (SymShape{s1 - 1, 3}));
+  EXPECT_EQ(g.storage_offset, SymInt(3));
+  ASSERT_EQ(facts.size(), 1u);
+  EXPECT_TRUE(facts[0].holds(std::vector<int64_t>{8, 8}));
+  EXPECT_FALSE(facts[0].holds(std::vector<int64_t>{8, 9}));
+  EXPECT_EQ(assumed({8, 9}, "slice", &up_to_s1, &facts).sizes, (SymShape{s0 - 1, 3}));
+  ASSERT_EQ(facts.size(), 1u);
+  EXPECT_FALSE(facts[0].holds(std::vector<int64_t>{8, 7}));
+  // x[-s1:]: the last s1 rows, given s1 <= s0.
+  SliceAttrs last_s1{0, -s1, INT64_MAX, 1};
+  g = assumed({8, 5}, "slice", &last_s1, &facts);
+  EXPECT_EQ(g.sizes, (SymShape{s1, 3}));
+  EXPECT_EQ(g.storage_offset, (s0 - s1) * 3);
   SelectAttrs third{0, 2};
   EXPECT_EQ(assumed({8}, "select", &third, &facts).storage_offset, SymInt(6));
   EXPECT_EQ(facts, (std::vector<SymFact>{{s0, R::kGe, 3}}));

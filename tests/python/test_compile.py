@@ -277,6 +277,30 @@ def test_a_comparison_of_sizes_is_a_guard_not_a_specialization(capfd):
     assert "specialized" not in err
 
 
+def test_a_slice_bound_read_from_a_size_stays_symbolic(capfd):
+    # pos[:x.shape[0]] as a learned positional table is written: the bound is the symbol, so
+    # one plan serves every length up to the table's 16 rows (the fact s0 <= 16); past them
+    # the slice clamps, which takes a second plan.
+    pos = kiln.randn(16, 3)
+
+    @kiln.compile(dynamic=True, name="table_rows")
+    def table_rows(x):
+        return pos[:x.shape[0]] * 2.0 + x.sum()
+
+    old = kiln.set_logs(["recompiles"])
+    try:
+        for rows in (5, 9, 16, 3, 20, 30):
+            x = kiln.randn(rows, 3)
+            want = pos[:min(rows, 16)] * 2.0 + x.sum()
+            assert _close(table_rows(x), want)
+    finally:
+        kiln.set_logs(old)
+    assert table_rows.stats()["compiles"] == 2
+    err = capfd.readouterr().err
+    assert "but the graph expects s0 <= 16" in err
+    assert "specialized" not in err
+
+
 def test_arange_over_a_symbolic_size_keeps_it():
     @kiln.compile(dynamic=True)
     def positions(x):

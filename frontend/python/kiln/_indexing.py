@@ -55,6 +55,10 @@ def _expand_ellipsis(t, key):
     return key[:i] + (slice(None),) * (t.dim() - consumed) + key[i + 1:]
 
 
+def _bound(v):
+    return v if isinstance(v, _C.SymInt) else builtins.int(v)
+
+
 def _basic(self, key):
     """Applies the basic part of `key` as views; returns the view and the advanced entries as
     (dim of the view, index tensor) pairs."""
@@ -78,12 +82,14 @@ def _basic(self, key):
         elif isinstance(k, slice):
             # The bounds go to the slice op as written: it clamps them as Python does, also
             # against a symbolic size, where slice.indices would read the size as an integer.
+            # A bound that is a size (pos[:x.shape[1]]) stays a kiln.SymInt, so a compiled
+            # function slices at every call's size instead of specializing it.
             step = 1 if k.step is None else builtins.int(k.step)
             if step <= 0:
                 raise ValueError("step must be greater than zero")
             if k.start is not None or k.stop is not None or step != 1:
-                start = 0 if k.start is None else builtins.int(k.start)
-                stop = sys.maxsize if k.stop is None else builtins.int(k.stop)
+                start = 0 if k.start is None else _bound(k.start)
+                stop = sys.maxsize if k.stop is None else _bound(k.stop)
                 out = out.slice(dim, start, stop, step)
             dim += 1
         elif isinstance(k, Tensor):

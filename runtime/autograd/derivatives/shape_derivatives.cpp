@@ -3,7 +3,6 @@
 // gradients of slice and select, data movement (copy_, fill_, convert, clone) and cat.
 #include <optional>
 
-#include "kiln/runtime/api/factories.h"
 #include "kiln/runtime/api/ops.h"
 #include "kiln/runtime/dispatcher.h"
 #include "kiln/runtime/kernels/view_attrs.h"
@@ -67,7 +66,7 @@ std::vector<Tensor> select_backward(const GradArgs& args) {
 std::vector<Tensor> slice_backward_backward(const GradArgs& args) {
   if (!args.needs(0)) return {Tensor()};
   const auto& a = args.attrs_as<SliceBackwardAttrs>();
-  return {args.grad().slice(a.dim, a.start, a.end, a.step)};
+  return {args.grad().slice_symint(a.dim, a.start, a.end, a.step)};
 }
 
 std::vector<Tensor> select_backward_backward(const GradArgs& args) {
@@ -93,43 +92,18 @@ std::vector<Tensor> identity_backward(const GradArgs& args) {
   return {args.needs(0) ? args.grad() : Tensor()};
 }
 
-// cat: each input's gradient is its slab of the output's gradient along the dim.
-// Note [Symbolic saved sizes]: slice bounds are integers, so a slab's bound is written from the
-// start where the sizes before it are integers and from the end where the sizes after it are
-// (cat([x[-4:], x[:-4]]) has a symbolic slab between integer ones). A slab whose bounds are
-// neither (the first of two symbolic pieces) is gathered at its positions instead, computed
-// over the symbols, so no size is read as an integer.
+// cat: each input's gradient is its slab of the output's gradient along the dim, sliced
+// between the sums of the sizes before it and through it. Over symbols these bounds are
+// expressions (Note [Symbolic slice bounds]) that lie within the gradient for every value of
+// the symbols, so the slices assume nothing and read no size.
 std::vector<Tensor> cat_backward(const GradArgs& args) {
   const Tensor& g = args.grad();
   int64_t d = wrap_dim("cat", args.attrs_as<DimAttrs>().dim, g.dim());
   std::vector<Tensor> out(args.input_meta.size());
-  std::vector<SymInt> sizes;
-  SymInt total = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    sizes.push_back(args.input_sym_sizes(i)[static_cast<size_t>(d)]);
-    total += sizes.back();
-  }
-  // The bound at `at` (a sum of the slabs before it): from the start, or from the end.
-  auto bound = [&](const SymInt& at) -> std::optional<int64_t> {
-    if (std::optional<int64_t> v = at.maybe_int()) return *v;
-    std::optional<int64_t> from_end = (total - at).maybe_int();
-    if (!from_end) return std::nullopt;
-    if (*from_end == 0) return INT64_MAX;
-    return -*from_end;
-  };
   SymInt offset = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    SymInt next = offset + sizes[i];
-    if (args.needs(i)) {
-      std::optional<int64_t> start = bound(offset), end = bound(next);
-      if (start && end) {
-        out[i] = g.slice(d, *start, *end);
-      } else {
-        TensorOptions io = TensorOptions(kInt64).device(g.device());
-        out[i] =
-            index_select(g, d, add(arange_symint(sizes[i], io), scalar_tensor_symint(offset, io)));
-      }
-    }
+    SymInt next = offset + args.input_sym_sizes(i)[static_cast<size_t>(d)];
+    if (args.needs(i)) out[i] = g.slice_symint(d, offset, next);
     offset = next;
   }
   return out;
