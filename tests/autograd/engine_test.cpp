@@ -245,6 +245,29 @@ TEST(Hooks, LeafHookRunsBeforeAccumulationAndCanBeRemoved) {
   EXPECT_EQ(values(x.grad()), (std::vector<float>{3, 3}));
 }
 
+// AccumulateGrad makes the first gradient .grad without a copy when the engine's buffer holds
+// the only handle to it, and copies it when someone else still does (a hook kept it).
+TEST(Backward, AFirstGradientNobodyElseHoldsBecomesDotGradWithoutACopy) {
+  Tensor x = kiln::randn({1024}, kiln::requires_grad());
+  const float* arrived = nullptr;
+  x.register_hook([&](const Tensor& g) {
+    arrived = g.data_ptr<float>();
+    return g;
+  });
+  (x * 2.0).sum().backward();
+  EXPECT_EQ(x.grad().data_ptr<float>(), arrived);
+
+  Tensor y = kiln::randn({1024}, kiln::requires_grad());
+  Tensor kept;
+  y.register_hook([&](const Tensor& g) {
+    kept = g;
+    return g;
+  });
+  (y * 2.0).sum().backward();
+  EXPECT_NE(y.grad().data_ptr<float>(), kept.data_ptr<float>());
+  EXPECT_EQ(values(y.grad()), values(kept));
+}
+
 TEST(Hooks, OrderIsTensorPreHooksThenRetainGradThenPreHooksThenPostHooks) {
   Tensor x = vec({1, 2});
   Tensor y = x * 2.0;

@@ -52,6 +52,32 @@ void expect_same_as_eager(const Fn& fn, const std::vector<Tensor>& values, kiln:
   }
 }
 
+// The compiled backward's gradients become the leaves' .grad without a copy: the plan keeps no
+// handle to its outputs, so AccumulateGrad finds the engine's buffer the only holder.
+TEST(CompileHardening, GradientsOfACompiledBackwardBecomeDotGradWithoutACopy) {
+  Tensor w = kiln::randn({256, 64}, kiln::requires_grad());
+  Tensor b = kiln::randn({64}, kiln::requires_grad());
+  std::vector<const float*> arrived(2);
+  w.register_hook([&](const Tensor& g) {
+    arrived[0] = g.data_ptr<float>();
+    return g;
+  });
+  b.register_hook([&](const Tensor& g) {
+    arrived[1] = g.data_ptr<float>();
+    return g;
+  });
+  CompiledFunction f = kiln::compile([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{kiln::mean(kiln::tanh(kiln::matmul(in[0], w) + b))};
+  });
+  for (int step = 0; step < 2; ++step) {
+    w.mutable_grad() = Tensor();
+    b.mutable_grad() = Tensor();
+    f({kiln::randn({32, 256})})[0].backward();
+    EXPECT_EQ(w.grad().data_ptr<float>(), arrived[0]) << "step " << step;
+    EXPECT_EQ(b.grad().data_ptr<float>(), arrived[1]) << "step " << step;
+  }
+}
+
 TEST(CompileHardening, CatOfOneHundredInputsHasEveryGradient) {
   kiln::manual_seed(340);
   Fn fn = [](const std::vector<Tensor>& in) {
