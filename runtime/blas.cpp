@@ -16,11 +16,15 @@ namespace {
 using SgemmFn = decltype(&cblas_sgemm);
 using DgemmFn = decltype(&cblas_dgemm);
 using NameFn = char* (*)();
+using SetThreadsFn = void (*)(int);
+using GetThreadsFn = int (*)();
 
 struct Loaded {
   Library info;
   SgemmFn sgemm = nullptr;
   DgemmFn dgemm = nullptr;
+  SetThreadsFn set_threads = nullptr;  // null where the library has no thread control
+  GetThreadsFn get_threads = nullptr;
 };
 
 // Where the core comes from, decided while the library loads: OpenBLAS's constructor reads
@@ -57,6 +61,8 @@ Loaded load() {
   l.dgemm = reinterpret_cast<DgemmFn>(dlsym(handle, "cblas_dgemm"));
   KILN_CHECK(l.sgemm != nullptr && l.dgemm != nullptr, "matmul: {} has no cblas_sgemm/cblas_dgemm",
              l.info.path);
+  l.set_threads = reinterpret_cast<SetThreadsFn>(dlsym(handle, "openblas_set_num_threads"));
+  l.get_threads = reinterpret_cast<GetThreadsFn>(dlsym(handle, "openblas_get_num_threads"));
   auto text = [&](const char* symbol) {
     auto fn = reinterpret_cast<NameFn>(dlsym(handle, symbol));
     const char* s = fn != nullptr ? fn() : nullptr;
@@ -133,6 +139,36 @@ void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double a
                  static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
                  static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
                  static_cast<blasint>(ldc));
+}
+
+// The first scope to open sets OpenBLAS to one thread and the last to close restores it, so
+// that overlapping scopes on several threads never leave it at one.
+namespace {
+std::mutex single_threaded_mutex;
+int single_threaded_depth = 0;
+int saved_threads = 0;
+}  // namespace
+
+int threads() {
+  const Loaded& l = loaded();
+  return l.get_threads != nullptr ? l.get_threads() : 0;
+}
+
+SingleThreadedScope::SingleThreadedScope() {
+  const Loaded& l = loaded();
+  if (l.set_threads == nullptr || l.get_threads == nullptr) return;
+  std::lock_guard<std::mutex> lock(single_threaded_mutex);
+  if (single_threaded_depth++ == 0) {
+    saved_threads = l.get_threads();
+    if (saved_threads > 1) l.set_threads(1);
+  }
+}
+
+SingleThreadedScope::~SingleThreadedScope() {
+  const Loaded& l = loaded();
+  if (l.set_threads == nullptr || l.get_threads == nullptr) return;
+  std::lock_guard<std::mutex> lock(single_threaded_mutex);
+  if (--single_threaded_depth == 0 && saved_threads > 1) l.set_threads(saved_threads);
 }
 
 }  // namespace kiln::blas

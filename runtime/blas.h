@@ -46,4 +46,18 @@ void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double a
            const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
            int64_t ldc);
 
+// OpenBLAS's thread count for one product, or 0 where the library has no thread control.
+int threads();
+
+// Makes OpenBLAS run each call on the calling thread for the scope's lifetime, so that several
+// small products can run side by side on Kiln's own threads (a batched product whose matrices
+// are too small for OpenBLAS to split well). Scopes may overlap across threads.
+class SingleThreadedScope {
+ public:
+  SingleThreadedScope();
+  ~SingleThreadedScope();
+  SingleThreadedScope(const SingleThreadedScope&) = delete;
+  SingleThreadedScope& operator=(const SingleThreadedScope&) = delete;
+};
+
 }  // namespace kiln::blas

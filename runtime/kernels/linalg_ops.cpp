@@ -68,13 +68,23 @@ BlasOperand blas_operand(const Tensor& t, int64_t rows, int64_t cols, int64_t rs
 template <class T>
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const T* a,
           int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc) {
-  park_workers();  // OpenBLAS's threads need the cores Kiln's workers would spin on
   bool ta_t = ta == CblasTrans, tb_t = tb == CblasTrans;
   if constexpr (std::is_same_v<T, float>) {
     blas::sgemm(ta_t, tb_t, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
   } else {
     blas::dgemm(ta_t, tb_t, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
   }
+}
+
+// Note [Batched small products]
+// OpenBLAS splits one product across its threads, which pays for itself on large matrices; on
+// attention's many small ones (B*h products of [256, 64] x [64, 256]) each call's split and
+// join cost more than they save. There the batch is split across Kiln's threads instead, with
+// each product on one thread (as torch's bmm does). The bound: a product under 2^24
+// multiply-adds, and at least as many products as threads.
+bool split_batch(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  int threads = get_num_threads();
+  return threads > 1 && batch >= threads && !in_parallel_region() && m * n * k < (int64_t{1} << 24);
 }
 
 // out[b] = a[b] @ w[b] for 3-D a [B, m, k], w [B, k, n], out contiguous [B, m, n].
@@ -102,9 +112,18 @@ void batched_matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
         const T* pa_data = a.data_ptr<T>();
         const T* pb_data = b.data_ptr<T>();
         T* pc = c.data_ptr<T>();
-        for (int64_t i = 0; i < batch; ++i) {
-          gemm<T>(pa.trans, pb.trans, m, n, k, pa_data + i * a.stride(0), pa.ld,
-                  pb_data + i * b.stride(0), pb.ld, pc + i * m * n, n);
+        auto products = [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            gemm<T>(pa.trans, pb.trans, m, n, k, pa_data + i * a.stride(0), pa.ld,
+                    pb_data + i * b.stride(0), pb.ld, pc + i * m * n, n);
+          }
+        };
+        if (split_batch(batch, m, n, k)) {
+          blas::SingleThreadedScope one_thread_each;
+          parallel_for(0, batch, 1, products);
+        } else {
+          park_workers();  // OpenBLAS's threads need the cores Kiln's workers would spin on
+          products(0, batch);
         }
       };
       if (c.dtype() == kFloat64) {

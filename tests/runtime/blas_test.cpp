@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "kiln/base/cpu_info.h"
@@ -110,6 +111,27 @@ TEST(Blas, DgemmMatchesALoop) {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       expect_gemm_matches_a_loop<double>(ta, tb);
+}
+
+// Note [Batched small products]: scopes that overlap on several threads set OpenBLAS to one
+// thread while any is open and give the count back when the last closes; products inside a
+// scope still match the loop.
+TEST(Blas, SingleThreadedScopesRestoreTheThreadCountWhenTheLastCloses) {
+  int before = kiln::blas::threads();
+  {
+    kiln::blas::SingleThreadedScope outer;
+    if (before > 0) EXPECT_EQ(kiln::blas::threads(), 1);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([] {
+        kiln::blas::SingleThreadedScope inner;
+        expect_gemm_matches_a_loop<float>(false, true);
+      });
+    for (std::thread& t : threads)
+      t.join();
+    if (before > 0) EXPECT_EQ(kiln::blas::threads(), 1);
+  }
+  EXPECT_EQ(kiln::blas::threads(), before);
 }
 
 }  // namespace
