@@ -14,6 +14,7 @@
 #include "kiln/frontend/custom_function.h"
 #include "kiln/frontend/gradcheck.h"
 #include "kiln/frontend/models.h"
+#include "kiln/frontend/optim.h"
 #include "kiln/frontend/tracer.h"
 #include "kiln/ir/parser.h"
 #include "kiln/ir/printer.h"
