@@ -120,7 +120,9 @@ TEST(Blas, SingleThreadedScopesRestoreTheThreadCountWhenTheLastCloses) {
   int before = kiln::blas::threads();
   {
     kiln::blas::SingleThreadedScope outer;
-    if (before > 0) EXPECT_EQ(kiln::blas::threads(), 1);
+    if (before > 0) {
+      EXPECT_EQ(kiln::blas::threads(), 1);
+    }
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
       threads.emplace_back([] {
@@ -129,7 +131,9 @@ TEST(Blas, SingleThreadedScopesRestoreTheThreadCountWhenTheLastCloses) {
       });
     for (std::thread& t : threads)
       t.join();
-    if (before > 0) EXPECT_EQ(kiln::blas::threads(), 1);
+    if (before > 0) {
+      EXPECT_EQ(kiln::blas::threads(), 1);
+    }
   }
   EXPECT_EQ(kiln::blas::threads(), before);
 }
