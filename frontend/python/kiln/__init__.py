@@ -90,7 +90,7 @@ from ._functions import (  # noqa: E402, A004  (composites beside the table ops)
 
 from ._sorting import argsort, cumprod, cumsum, sort, topk  # noqa: E402, A004
 from ._indexing import index_put, nonzero  # noqa: E402, A004  (torch's signatures)
-from . import autograd, nn, utils  # noqa: E402, F401  (kiln.nn.functional, as torch.nn)
+from . import autograd, nn, optim, utils  # noqa: E402, F401  (kiln.nn.functional, as torch.nn)
 
 import os as _os  # noqa: E402
 

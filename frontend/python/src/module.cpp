@@ -57,6 +57,7 @@ NB_MODULE(_C, m) {
   bind_compile(m);
   bind_nn(m);
   bind_nn_layers(m);
+  bind_optim(m);
   bind_ops(m);  // last: Tensor methods written above take precedence over generated ones
   m.def("_set_package_dir", &set_package_dir);
   // The CPU allocator's byte counts (runtime/allocator.h), for memory benchmarks

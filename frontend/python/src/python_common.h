@@ -154,6 +154,7 @@ void bind_function(nb::module_& m);
 void bind_compile(nb::module_& m);
 void bind_nn(nb::module_& m);
 void bind_nn_layers(nb::module_& m);  // python_nn_layers.cpp, after bind_nn
+void bind_optim(nb::module_& m);
 
 }  // namespace kiln::python
 
