@@ -36,6 +36,9 @@ struct Instance {
   std::vector<Tensor> params;      // leaves that get .grad; reset after each step
   std::function<void()> update;    // after backward (an optimizer step), or empty
   int64_t ideal_bytes = 0;         // Bound::Memory: bytes per step
+  // Set for an optimizer workload, which has no graph: the step, given whether it is the
+  // compiled variant (fn, grad_seeds and update are then unused).
+  std::function<std::function<void()>(bool compiled)> optimizer_step;
 };
 
 struct Workload {
