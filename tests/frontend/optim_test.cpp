@@ -10,6 +10,7 @@
 
 #include "kiln/config.h"
 #include "kiln/kiln.h"
+#include "runtime/cuda_test_util.h"
 #include "test_util.h"
 #if KILN_WITH_LLVM
 #include "kiln/codegen/llvm/llvm_backend.h"
@@ -328,6 +329,31 @@ TEST(Optim, BadArgumentsThrowTorchsErrors) {
   EXPECT_TRUE(throws_error_containing([&] { opt.step(); },
                                       {"Adam", "gradient of parameter 0 has shape [4]"}));
   EXPECT_TRUE(throws_error_containing([&] { opt.set_lr(-0.5); }, {"Invalid learning rate"}));
+}
+
+// CUDA parameters take the tensor-op path, on the device; fused(true) says why it cannot.
+TEST(Optim, AdamOnACudaDeviceMatchesTheCpu) {
+  KILN_REQUIRE_CUDA_DEVICE();
+  std::vector<Tensor> cpu = make_params(kiln::kFloat32, 8), gpu;
+  for (const Tensor& p : cpu)
+    gpu.push_back(p.to(kiln_test::kGpu));
+  optim::AdamW on_cpu(cpu, optim::AdamWOptions(0.01)), on_gpu(gpu, optim::AdamWOptions(0.01));
+  for (int step = 0; step < 3; ++step) {
+    set_grads(cpu, step, -1);
+    for (size_t i = 0; i < cpu.size(); ++i)
+      gpu[i].mutable_grad() = cpu[i].grad().to(kiln_test::kGpu);
+    on_cpu.step();
+    on_gpu.step();
+  }
+  EXPECT_FALSE(on_gpu.last_step_compiled());
+  std::vector<std::vector<double>> want = values(cpu);
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    std::vector<double> got = gpu[i].to(kiln::kCPU).to(kiln::kFloat64).to_vector<double>();
+    for (size_t k = 0; k < got.size(); ++k)
+      ASSERT_NEAR(got[k], want[i][k], 1e-6) << "parameter " << i << ", element " << k;
+  }
+  optim::Adam fused(gpu, optim::AdamOptions().fused(true));
+  EXPECT_TRUE(throws_error_containing([&] { fused.step(); }, {"fused=True", "is on cuda:0"}));
 }
 
 // A model trained with Adam, its gradients from backward: the loss falls.
