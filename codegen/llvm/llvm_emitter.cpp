@@ -12,6 +12,7 @@
 #include "kiln/base/error.h"
 #include "kiln/codegen/llvm/llvm_loop_analysis.h"
 #include "kiln/codegen/llvm/llvm_math.h"
+#include "kiln/codegen/llvm/llvm_streaming_stores.h"
 #include "kiln/codegen/llvm/llvm_value_lowering.h"
 #include "kiln/kernel_ir/kernel_printer.h"
 
@@ -37,6 +38,9 @@ class Emitter {
     // the two agree bit for bit (Note [LLVM agrees with the interpreter]).
     module_ = std::make_unique<llvm::Module>(symbol, ctx);
     sizes_ = k.sizes();
+    streaming_ = streaming_buffers(k);
+    if (std::find(streaming_.begin(), streaming_.end(), true) != streaming_.end())
+      module_->addModuleFlag(llvm::Module::Warning, kStreamingFlag, 1);
   }
 
   std::unique_ptr<llvm::Module> run() {
@@ -171,12 +175,54 @@ class Emitter {
       a->setName(k_.vars[static_cast<size_t>(sizes_[i])].name);
       write_var(sizes_[i], a);
     }
-    for (size_t i = 0; i < stmts.size(); ++i) {
-      if (ranged && i == 0) {
-        loop(*stmts[0], begin, end);
-      } else {
-        stmt(*stmts[i]);
+    auto statements = [&](llvm::Value* first) {
+      for (size_t i = 0; i < stmts.size(); ++i) {
+        if (ranged && i == 0) {
+          loop(*stmts[0], first, end);
+        } else {
+          stmt(*stmts[i]);
+        }
       }
+    };
+    if (std::find(streaming_.begin(), streaming_.end(), true) == streaming_.end()) {
+      statements(begin);
+    } else {
+      // Note [Streaming stores]: an aligned copy of the statements and a plain one. The aligned
+      // copy reads the streaming buffers through ptrmask(p, -64) and starts a thread's range at
+      // begin & -16, values equal to p and begin on that path whose alignment LLVM can see, so
+      // that the vectorized stores get it. (A range starts at a multiple of 16 elements when
+      // the thread pool splits a large loop evenly.)
+      llvm::Value* aligned =
+          ranged ? b_.CreateICmpEQ(b_.CreateAnd(begin, 15), b_.getInt64(0)) : b_.getTrue();
+      for (size_t i = 0; i < streaming_.size(); ++i) {
+        if (!streaming_[i]) continue;
+        llvm::Value* low = b_.CreateAnd(b_.CreatePtrToInt(buffers_[i], b_.getInt64Ty()), 63);
+        aligned = b_.CreateAnd(aligned, b_.CreateICmpEQ(low, b_.getInt64(0)));
+      }
+      llvm::BasicBlock* streaming = llvm::BasicBlock::Create(ctx_, "streaming", fn_);
+      llvm::BasicBlock* plain = llvm::BasicBlock::Create(ctx_, "plain", fn_);
+      llvm::BasicBlock* joined = llvm::BasicBlock::Create(ctx_, "joined", fn_);
+      b_.CreateCondBr(aligned, streaming, plain);
+      b_.SetInsertPoint(streaming);
+      std::vector<llvm::Value*> unmasked = buffers_;
+      for (size_t i = 0; i < streaming_.size(); ++i) {
+        if (!streaming_[i]) continue;
+        buffers_[i] = b_.CreateIntrinsic(llvm::Intrinsic::ptrmask, {b_.getPtrTy(), b_.getInt64Ty()},
+                                         {buffers_[i], b_.getInt64(-64)});
+        // InstCombine drops the mask where the branch proves it redundant; the assumption keeps
+        // the alignment known after that.
+        b_.CreateAlignmentAssumption(module_->getDataLayout(), buffers_[i], 64);
+      }
+      statements(ranged ? b_.CreateAnd(begin, -16) : begin);
+      buffers_ = unmasked;
+      b_.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(plain);
+      memo_.clear();
+      statements(begin);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(joined);
+      memo_.clear();
     }
     if (div_by_zero_ != nullptr) {
       // Report once per call: the flag is updated per division (a select, which the vectorizer
@@ -732,6 +778,7 @@ class Emitter {
   std::unordered_map<const Stmt*, std::vector<RowPrefetch>>
       prefetch_before_;  // Note [Row prefetch]
   std::unordered_map<ExprId, llvm::Value*> memo_;
+  std::vector<bool> streaming_;              // per buffer (Note [Streaming stores])
   llvm::AllocaInst* div_by_zero_ = nullptr;  // i32: failing expression id + 1
   // i1, while a loop runs its polynomial-only pass (Note [Reduced-range LLVM loops]).
   llvm::AllocaInst* beyond_flag_ = nullptr;

@@ -33,6 +33,7 @@
 #include "kiln/codegen/llvm/llvm_backend.h"
 #include "kiln/codegen/llvm/llvm_emitter.h"
 #include "kiln/codegen/llvm/llvm_math.h"
+#include "kiln/codegen/llvm/llvm_streaming_stores.h"
 #include "kiln/kernel_ir/kernel_interpreter.h"
 #include "kiln/kernel_ir/kernel_passes.h"
 #include "kiln/kernel_ir/kernel_printer.h"
@@ -68,7 +69,7 @@ namespace {
 
 // Bump when the emitter or pipeline changes what a kernel compiles to: it is part of every key,
 // so stale cache files are never loaded.
-constexpr const char* kCodegenVersion = "kiln-llvm-11";
+constexpr const char* kCodegenVersion = "kiln-llvm-12";
 
 std::string llvm_error(llvm::Error e) {
   return llvm::toString(std::move(e));
@@ -251,6 +252,7 @@ Jit::Generated Jit::generate(const kir::Kernel& k, const std::string& symbol, bo
   };
   if (keep_text) g.debug_files.emplace_back(k.name + ".ll", text(*m));
   optimize(*m);
+  llvm_backend::mark_streaming_stores(*m);
   if (keep_text) {
     g.debug_files.emplace_back(k.name + ".opt.ll", text(*m));
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*m);

@@ -130,6 +130,37 @@ void expect_scaled_exp(const kir::Kernel& k, const cg::LlvmCompileOptions& o) {
   EXPECT_EQ(got, want);
 }
 
+// Note [Streaming stores]: an output of 32 MiB is written with non-temporal stores when its
+// address (and the thread's range) is aligned, and with plain ones otherwise; the values are the
+// same either way.
+TEST(LlvmBackend, LargeOutputsStreamWhenAlignedAndEqualAPlainLoopEitherWay) {
+  const int64_t n = (int64_t{1} << 23) + 5;  // 32 MiB and a tail
+  kir::Kernel k =
+      pointwise_kernel("axpb", {kiln::kFloat32}, kiln::kFloat32, kiln::kFloat32, n,
+                       [](std::span<const Val> a) { return a[0] * Val(2.0) + Val(1.0); });
+  cg::LlvmCompileOptions o = no_disk();
+  o.keep_debug_text = true;
+  auto compiled = cg::llvm_compile(k, o);
+#if defined(__x86_64__)
+  EXPECT_NE(compiled->debug_files.at(2).second.find("movntps"), std::string::npos)
+      << "no non-temporal store in the assembly";
+#endif
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    x[static_cast<size_t>(i)] = static_cast<float>(i % 1000) * 0.37f - 100.0f;
+  Tensor in = kiln::from_vector(x, {n});
+  Tensor aligned = kiln::empty({n});
+  Tensor shifted = kiln::empty({n + 1}).slice(0, 1, n + 1);  // 4 bytes past a 64-byte boundary
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(aligned.raw_data()) % 64, 0u);
+  ASSERT_NE(reinterpret_cast<uintptr_t>(shifted.raw_data()) % 64, 0u);
+  for (const Tensor& out : {aligned, shifted}) {
+    kir_test::llvm_run_tensors(*compiled, k, std::vector<Tensor>{in, out});
+    std::vector<float> got = out.to_vector<float>();
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[static_cast<size_t>(i)], x[static_cast<size_t>(i)] * 2.0f + 1.0f) << "at " << i;
+  }
+}
+
 TEST(LlvmBackend, MemoryCacheReturnsTheSameKernel) {
   kir::Kernel k = scaled_exp_kernel(77);
   auto a = cg::llvm_compile(k, no_disk());
