@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 
@@ -67,10 +69,23 @@ std::shared_ptr<const MultiTensorKernel> MultiTensorKernel::compile(const std::s
                                                                     const KernelBody& body) {
   auto kernel = std::make_shared<const kir::Kernel>(
       multi_tensor_kernel_ir(name, dtype, states, scalars, body));
+  // KILN_DEBUG_DIR/optim/ gets the kernel IR and, once compiled, its LLVM IR and assembly.
+  const std::string& debug_root = options().debug_dir;
+  std::filesystem::path debug_dir =
+      debug_root.empty() ? std::filesystem::path() : std::filesystem::path(debug_root) / "optim";
+  auto write = [&](const std::string& file, const std::string& text) {
+    std::filesystem::create_directories(debug_dir);
+    std::ofstream(debug_dir / file) << text;
+  };
+  if (!debug_root.empty()) write(kernel->name + ".kir", kernel->str());
 #if KILN_WITH_LLVM
   profiler::RecordScope scope(profiler::ScopeKind::Compile, "codegen " + kernel->name, "llvm");
   try {
-    std::shared_ptr<const codegen::CompiledKernel> compiled = codegen::llvm_compile(*kernel);
+    codegen::LlvmCompileOptions o;
+    o.keep_debug_text = !debug_root.empty();
+    std::shared_ptr<const codegen::LlvmKernel> compiled = codegen::llvm_compile(*kernel, o);
+    for (const auto& [file, text] : compiled->debug_files)
+      write(file, text);
     return std::shared_ptr<const MultiTensorKernel>(
         new MultiTensorKernel(kernel, std::move(compiled), dtype));
   } catch (const std::exception& e) {

@@ -149,3 +149,26 @@ def test_matches_torch_optim(name, kwargs):
         torch_opt.step()
     for p, t in zip(params, theirs):
         assert p.tolist() == pytest.approx(t.detach().tolist(), rel=1e-5, abs=1e-6)
+
+
+def test_the_compiled_step_is_written_to_the_debug_dir(tmp_path):
+    """KILN_DEBUG_DIR/optim/ holds the optimizer kernel's IR (and its LLVM IR and assembly where
+    the step compiled), as compile() writes its kernels."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import kiln\n"
+            "p = kiln.zeros(100, requires_grad=True)\n"
+            "p.grad = kiln.ones(100)\n"
+            "opt = kiln.optim.Adam([p])\n"
+            "opt.step()\n"
+            "print(opt.last_step_compiled)\n")
+    env = dict(os.environ, KILN_DEBUG_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    kir = (tmp_path / "optim" / "adam_step_f32.kir").read_text()
+    assert kir.startswith("kernel adam_step_f32(%param: f32[?] out, %grad: f32[?]")
+    assert "sqrt(" in kir
+    if out == "True":
+        assert (tmp_path / "optim" / "adam_step_f32.s").exists()
