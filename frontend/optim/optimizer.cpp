@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 
 #include "kiln/base/error.h"
@@ -42,16 +43,15 @@ const void* ScalarTable::row(size_t r) const {
 Optimizer::Optimizer(std::vector<Tensor> params, std::string name)
     : params_(std::move(params)), name_(std::move(name)) {
   KILN_CHECK(!params_.empty(), "{}: optimizer got an empty parameter list", name_);
+  std::unordered_map<const TensorImpl*, size_t> seen;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     KILN_CHECK(p.defined(), "{}: parameter {} is an undefined tensor", name_, i);
     KILN_CHECK(p.is_leaf(), "{}: can't optimize a non-leaf Tensor (parameter {}, shape {})", name_,
                i, shape_str(p.sizes()));
-    for (size_t j = 0; j < i; ++j) {
-      KILN_CHECK(!p.is_same(params_[j]),
-                 "{}: parameter {} is the same tensor as parameter {}; each may appear once", name_,
-                 i, j);
-    }
+    auto [it, added] = seen.emplace(p.impl(), i);
+    KILN_CHECK(added, "{}: parameter {} is the same tensor as parameter {}; each may appear once",
+               name_, i, it->second);
   }
   state_.resize(params_.size());
   steps_.assign(params_.size(), 0);
@@ -67,7 +67,7 @@ void Optimizer::zero_grad(bool set_to_none) {
     if (set_to_none) {
       g = Tensor();
     } else {
-      g = zeros_like(g);
+      g.zero_();  // in place, as torch: a reference to the gradient sees the zeros
     }
   }
 }

@@ -266,8 +266,10 @@ TEST(Optim, ZeroGradResetsToNoneOrZeros) {
   std::vector<Tensor> params = make_params(kiln::kFloat32, 6);
   optim::SGD opt(params);
   set_grads(params, 0, 1);
+  Tensor held = params[0].grad();
   opt.zero_grad(false);
   EXPECT_EQ(params[0].grad().to_vector<float>(), std::vector<float>(1, 0.0f));
+  EXPECT_TRUE(params[0].grad().is_same(held));  // zeroed in place
   EXPECT_FALSE(params[1].grad().defined());
   opt.zero_grad();
   EXPECT_FALSE(params[0].grad().defined());
