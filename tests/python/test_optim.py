@@ -172,3 +172,60 @@ def test_the_compiled_step_is_written_to_the_debug_dir(tmp_path):
     assert "sqrt(" in kir
     if out == "True":
         assert (tmp_path / "optim" / "adam_step_f32.s").exists()
+
+
+def schedule(make, epochs=8, lr=0.1):
+    w = kiln.zeros(1, requires_grad=True)
+    opt = kiln.optim.SGD([w], lr=lr)
+    sched = make(opt)
+    lrs = []
+    for _ in range(epochs):
+        lrs.append(opt.param_groups[0]["lr"])
+        w.grad = kiln.ones(1)
+        opt.step()
+        sched.step()
+    return lrs, sched, w
+
+
+def test_schedulers_follow_their_closed_forms():
+    S = kiln.optim.lr_scheduler
+    lrs, sched, w = schedule(lambda o: S.StepLR(o, step_size=3, gamma=0.5))
+    assert lrs == pytest.approx([0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025])
+    assert sched.get_last_lr() == pytest.approx([0.025])  # epoch 8
+    # the optimizer used each epoch's rate: w moved by their sum
+    assert w.item() == pytest.approx(-sum(lrs), rel=1e-6)
+    lrs, _, _ = schedule(lambda o: S.MultiStepLR(o, milestones=[2, 5], gamma=0.1))
+    assert lrs == pytest.approx([0.1, 0.1, 0.01, 0.01, 0.01, 0.001, 0.001, 0.001])
+    lrs, _, _ = schedule(lambda o: S.ExponentialLR(o, gamma=0.9))
+    assert lrs == pytest.approx([0.1 * 0.9 ** e for e in range(8)])
+    lrs, _, _ = schedule(lambda o: S.LinearLR(o, start_factor=0.5, total_iters=4))
+    assert lrs == pytest.approx([0.05, 0.0625, 0.075, 0.0875, 0.1, 0.1, 0.1, 0.1])
+    lrs, _, _ = schedule(lambda o: S.CosineAnnealingLR(o, T_max=4, eta_min=0.02))
+    assert lrs == pytest.approx([0.02 + 0.08 * (1 + math.cos(math.pi * e / 4)) / 2
+                                 for e in range(8)])
+    lrs, _, _ = schedule(lambda o: S.LambdaLR(o, lambda e: 1.0 / (e + 1)))
+    assert lrs == pytest.approx([0.1 / (e + 1) for e in range(8)])
+    with pytest.raises(ValueError, match="Starting multiplicative factor"):
+        schedule(lambda o: S.LinearLR(o, start_factor=0))
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kwargs", [
+    ("StepLR", dict(step_size=3, gamma=0.5)),
+    ("MultiStepLR", dict(milestones=[2, 5], gamma=0.1)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("LinearLR", dict(start_factor=0.25, total_iters=5)),
+    ("CosineAnnealingLR", dict(T_max=6, eta_min=0.01)),
+])
+def test_schedulers_match_torch(name, kwargs):
+    ours, _, _ = schedule(lambda o: getattr(kiln.optim.lr_scheduler, name)(o, **kwargs), 12)
+    p = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([p], lr=0.1)
+    sched = getattr(torch.optim.lr_scheduler, name)(opt, **kwargs)
+    theirs = []
+    for _ in range(12):
+        theirs.append(opt.param_groups[0]["lr"])
+        p.grad = torch.ones(1)
+        opt.step()
+        sched.step()
+    assert ours == pytest.approx(theirs, rel=1e-9)

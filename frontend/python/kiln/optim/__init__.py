@@ -10,7 +10,7 @@ when the group is added.
 from .. import _C
 from .._C import KilnError, Tensor
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
 
 
 class Optimizer:
@@ -163,3 +163,6 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused)
+
+
+from . import lr_scheduler  # noqa: E402  (kiln.optim.lr_scheduler, as torch)
