@@ -23,11 +23,12 @@ def _load_example():
     return module
 
 
-def test_training_script_losses_equal_torch_step_by_step():
+@pytest.mark.parametrize("optim", ["sgd", "adamw"])
+def test_training_script_losses_equal_torch_step_by_step(optim):
     ex = _load_example()
     torch.set_num_threads(1)
-    ours, _ = ex.train(kiln)
-    theirs, _ = ex.train(torch)
+    ours, _ = ex.train(kiln, optim=optim)
+    theirs, _ = ex.train(torch, optim=optim)
     assert len(ours) == len(theirs)
     for step, (a, b) in enumerate(zip(ours, theirs)):
         assert a == pytest.approx(b, rel=1e-5, abs=1e-6), f"step {step}: kiln {a}, torch {b}"
